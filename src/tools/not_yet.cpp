@@ -1,0 +1,46 @@
+// Subcommands whose issues have not landed yet. Each refuses with a message naming the issue that
+// brings it, so nobody mistakes a missing feature for a silent success. A tool moves out of this
+// file into its own when it is implemented.
+#include <CLI/CLI.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "tools/commands.h"
+
+namespace fp4serve::tools {
+namespace {
+
+void register_pending(CLI::App& app, const std::string& name, const std::string& what,
+                      const std::string& issue) {
+  auto* cmd = app.add_subcommand(name, what + " (not implemented yet: " + issue + ")");
+  cmd->allow_extras();
+  cmd->callback([name, issue] {
+    throw std::runtime_error("'fp4serve " + name + "' is not implemented yet (" + issue + ")");
+  });
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  register_pending(app, "serve", "OpenAI-compatible HTTP server", "issue 6");
+}
+void register_generate(CLI::App& app) {
+  register_pending(app, "generate", "run one prompt offline", "issue 4");
+}
+void register_inspect(CLI::App& app) {
+  register_pending(app, "inspect", "describe a checkpoint", "issue 2");
+}
+void register_synth(CLI::App& app) {
+  register_pending(app, "synth", "write a random full-shape checkpoint", "issue 2");
+}
+void register_bench(CLI::App& app) {
+  register_pending(app, "bench", "load generator", "issue 7");
+}
+void register_canary(CLI::App& app) {
+  register_pending(app, "canary", "correctness canary", "issue 7");
+}
+void register_doctor(CLI::App& app) {
+  register_pending(app, "doctor", "preflight report", "issue 7");
+}
+
+}  // namespace fp4serve::tools
