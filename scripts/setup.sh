@@ -2,7 +2,7 @@
 # Installs everything fp4serve needs to build and test on Debian 12, then builds it.
 # Idempotent: packages already present and an existing venv are kept.
 #   scripts/setup.sh              Debian packages, the test venv (.venv), build/ (Release + CUDA when nvcc exists)
-#   scripts/setup.sh --reference  also torch/transformers/modelopt for tools/reference (large download)
+#   scripts/setup.sh --reference  also .venv-reference: torch/transformers 5/modelopt for tools/reference (large)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -46,12 +46,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/pip install -q -r tools/reference/requirements-test.txt
   echo "$want" > "$stamp"
 fi
+# The reference stack (torch, transformers 5.x, ModelOpt, AutoRound) lives in its own venv: it needs
+# transformers 5.x for the Qwen3.5-MoE classes, while .venv pins the version the tokenizer and
+# chat-template parity data were made with.
 if [ "$WITH_REFERENCE" = 1 ]; then
-  stamp=.venv/.requirements-reference.sha
+  [ -x .venv-reference/bin/python ] || "$PY" -m venv .venv-reference
+  stamp=.venv-reference/.requirements-reference.sha
   want=$(sha256sum tools/reference/requirements-reference.txt | cut -d' ' -f1)
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    log "installing tools/reference/requirements-reference.txt into .venv (torch: large)"
-    .venv/bin/pip install -q -r tools/reference/requirements-reference.txt
+    log "installing tools/reference/requirements-reference.txt into .venv-reference (torch: ~7 GB)"
+    .venv-reference/bin/pip install -q --upgrade pip
+    .venv-reference/bin/pip install -q -r tools/reference/requirements-reference.txt
     echo "$want" > "$stamp"
   fi
 fi

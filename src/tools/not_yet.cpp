@@ -24,15 +24,6 @@ void register_pending(CLI::App& app, const std::string& name, const std::string&
 void register_serve(CLI::App& app) {
   register_pending(app, "serve", "OpenAI-compatible HTTP server", "issue 6");
 }
-void register_generate(CLI::App& app) {
-  register_pending(app, "generate", "run one prompt offline", "issue 4");
-}
-void register_inspect(CLI::App& app) {
-  register_pending(app, "inspect", "describe a checkpoint", "issue 2");
-}
-void register_synth(CLI::App& app) {
-  register_pending(app, "synth", "write a random full-shape checkpoint", "issue 2");
-}
 void register_bench(CLI::App& app) {
   register_pending(app, "bench", "load generator", "issue 7");
 }

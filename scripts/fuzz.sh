@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Bounded libFuzzer run of every fuzz target (fuzz/CMakeLists.txt), as scripts/test.sh calls it.
+#   scripts/fuzz.sh                        each target for FUZZ_SECONDS (default 60) seconds
+#   FUZZ_SECONDS=20 scripts/fuzz.sh
+#   FUZZ_TARGETS=safetensors_header_fuzz scripts/fuzz.sh
+# Builds with clang in build-fuzz/ (FUZZ_BUILD_DIR), only the fuzz targets. New interesting inputs go
+# to fuzz/corpus-run/<corpus>/ (git-ignored); the committed seeds in fuzz/corpus/<corpus>/ are only
+# read; fuzz/<corpus>.dict, if present, is the dictionary. A crashing input is saved under build-fuzz/fuzz-artifacts/ and the script exits non-zero.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+# target:corpus-folder
+ALL_TARGETS=(safetensors_header_fuzz:safetensors)
+
+log() { printf '\033[1m[fuzz]\033[0m %s\n' "$*"; }
+
+if [ ! -f "$BUILD/build.ninja" ]; then
+  log "configuring $BUILD with clang"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP4SERVE_FUZZ=ON -DFP4SERVE_TESTS=OFF -DFP4SERVE_BENCH=OFF >/dev/null
+fi
+
+selected=()
+for entry in "${ALL_TARGETS[@]}"; do
+  target=${entry%%:*}
+  if [ -z "${FUZZ_TARGETS:-}" ] || [[ " $FUZZ_TARGETS " == *" $target "* ]]; then selected+=("$entry"); fi
+done
+[ ${#selected[@]} -gt 0 ] || { echo "no fuzz target matches FUZZ_TARGETS=$FUZZ_TARGETS" >&2; exit 2; }
+
+ninja -C "$BUILD" "${selected[@]%%:*}"
+
+artifacts="$BUILD/fuzz-artifacts/"
+mkdir -p "$artifacts"
+status=0
+for entry in "${selected[@]}"; do
+  target=${entry%%:*}
+  corpus=${entry#*:}
+  run_dir="fuzz/corpus-run/$corpus"
+  mkdir -p "$run_dir"
+  dict=()
+  [ -f "fuzz/$corpus.dict" ] && dict=(-dict="fuzz/$corpus.dict")
+  log "$target for ${FUZZ_SECONDS}s (seeds fuzz/corpus/$corpus)"
+  if ! "$BUILD/fuzz/$target" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+      -artifact_prefix="$artifacts" -print_final_stats=1 "${dict[@]}" "$run_dir" "fuzz/corpus/$corpus" \
+      >"$BUILD/$target.log" 2>&1; then
+    tail -n 60 "$BUILD/$target.log"
+    log "$target FAILED; crashing input in $artifacts (full log $BUILD/$target.log)"
+    status=1
+  else
+    grep -E "^stat::number_of_executed_units|^Done " "$BUILD/$target.log" || true
+    log "$target: no crash"
+  fi
+done
+exit $status

@@ -1,0 +1,164 @@
+#include "checkpoint/weight_loader.h"
+
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "checkpoint/checkpoint_error.h"
+#include "checkpoint/model_locator.h"
+#include "checkpoint/progress.h"
+
+namespace fp4serve {
+namespace {
+
+std::string shape_str(const std::vector<int64_t>& shape) { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+std::string expected_str(const PlannedTensor& t) {
+  return fmt::format("{} {}", dtype_name(t.dtype), shape_str(t.shape));
+}
+
+// A scalar may be stored as [] or [1]; both mean one value.
+bool same_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a == b) return true;
+  auto is_scalar = [](const std::vector<int64_t>& s) { return s.empty() || (s.size() == 1 && s[0] == 1); };
+  return is_scalar(a) && is_scalar(b);
+}
+
+float read_f32_scalar(const ShardedCheckpoint& files, const std::string& name) {
+  auto e = files.find(name);
+  if (!e.info || e.info->dtype != DType::kF32 || e.info->byte_size != 4) return 0.0f;
+  float v;
+  std::memcpy(&v, files.bytes(name).data(), 4);
+  return v;
+}
+
+// quant-formats.md 3.4 / 7.5: gate and up of one expert are fused at load and must share one
+// weight_scale_2; ModelOpt guarantees it, and a checkpoint that breaks it would decode garbage.
+void check_nvfp4_expert_scales(const ShardedCheckpoint& files, const PlannedModule& m,
+                               std::vector<std::string>& problems) {
+  if (m.kind != ModuleKind::kRoutedExperts || m.format.kind != WeightFormatKind::kNVFP4 || m.num_experts == 0) return;
+  if (!files.contains(m.path + ".0.gate_proj.weight_scale_2")) return;  // reported as missing already
+  for (int64_t e = 0; e < m.num_experts; ++e) {
+    const std::string p = m.path + "." + std::to_string(e) + ".";
+    const float g = read_f32_scalar(files, p + "gate_proj.weight_scale_2");
+    const float u = read_f32_scalar(files, p + "up_proj.weight_scale_2");
+    if (g != u) {
+      problems.push_back(fmt::format("unequal NVFP4 global scales: {}gate_proj.weight_scale_2 = {} but "
+                                     "up_proj.weight_scale_2 = {} (gate and up are fused and must share one)",
+                                     p, g, u));
+    }
+  }
+}
+
+void touch_pages(const ShardedCheckpoint& files, const TensorPlan& plan, bool show_progress) {
+  uint64_t total = 0;
+  for (const auto* t : plan.all_tensors())
+    if (auto e = files.find(t->name); e.info) total += e.info->byte_size;
+  ByteProgress progress("loading weights", total, show_progress);
+  volatile unsigned char sink = 0;
+  for (const auto* t : plan.all_tensors()) {
+    auto e = files.find(t->name);
+    if (!e.info) continue;
+    auto bytes = files.bytes(t->name);
+    // Ask the kernel to read ahead, then fault each page in.
+    const auto page = static_cast<uintptr_t>(4096);
+    const auto begin = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
+    madvise(reinterpret_cast<void*>(begin), bytes.size() + (reinterpret_cast<uintptr_t>(bytes.data()) - begin),
+            MADV_WILLNEED);
+    constexpr size_t kChunk = 64 << 20;
+    for (size_t off = 0; off < bytes.size(); off += kChunk) {
+      const size_t end = std::min(bytes.size(), off + kChunk);
+      for (size_t i = off; i < end; i += page) sink = sink + static_cast<unsigned char>(bytes[i]);
+      progress.add(end - off);
+    }
+  }
+  progress.finish();
+}
+
+}  // namespace
+
+ExpertStorage detect_expert_storage(const ShardedCheckpoint& files, const ModelConfig& c) {
+  // Layer 0 decides; the plan check then holds every layer to the same layout.
+  const std::string p = c.layer_prefix(0) + "mlp.experts.";
+  return files.contains(p + "gate_up_proj") ? ExpertStorage::kFused : ExpertStorage::kPerExpert;
+}
+
+std::vector<std::string> check_against_plan(const ShardedCheckpoint& files, const TensorPlan& plan,
+                                            size_t* known_unused) {
+  std::vector<std::string> problems;
+  std::unordered_set<std::string_view> planned;
+  for (const auto& m : plan.modules) {
+    for (const auto& t : m.tensors) {
+      planned.insert(t.name);
+      auto e = files.find(t.name);
+      if (!e.info) {
+        if (!t.optional) problems.push_back(fmt::format("missing: {} (expected {})", t.name, expected_str(t)));
+        continue;
+      }
+      const bool dtype_ok = e.info->dtype == t.dtype ||
+                            std::find(t.also_accepted.begin(), t.also_accepted.end(), e.info->dtype) !=
+                                t.also_accepted.end();
+      if (!dtype_ok) {
+        problems.push_back(fmt::format("wrong dtype: {} is {}, expected {} (module {} as {})", t.name,
+                                       dtype_name(e.info->dtype), dtype_name(t.dtype), m.path, m.format.name()));
+      }
+      if (!same_shape(e.info->shape, t.shape)) {
+        problems.push_back(fmt::format("wrong shape: {} is {}, expected {}", t.name, shape_str(e.info->shape),
+                                       shape_str(t.shape)));
+      }
+    }
+    check_nvfp4_expert_scales(files, m, problems);
+  }
+  size_t unused = 0;
+  for (const auto& name : files.tensor_names()) {
+    if (planned.count(name)) continue;
+    if (is_known_unused_tensor(name)) {
+      ++unused;
+      continue;
+    }
+    problems.push_back(fmt::format("unexpected: {} ({} {})", name, dtype_name(files.at(name).info->dtype),
+                                   shape_str(files.at(name).info->shape)));
+  }
+  if (known_unused) *known_unused = unused;
+  return problems;
+}
+
+LoadedCheckpoint LoadedCheckpoint::open(std::string_view model, const LoadOptions& options) {
+  LoadedCheckpoint ck;
+  ck.dir_ = locate_model(model, options.revision);
+  ck.config_ = ModelConfig::load(ck.dir_);
+  ck.generation_ = GenerationConfig::load(ck.dir_);
+  ck.quant_ = QuantConfig::load(ck.dir_);
+  ck.files_ = std::make_shared<ShardedCheckpoint>(ShardedCheckpoint::open(ck.dir_));
+  ck.experts_ = detect_expert_storage(*ck.files_, ck.config_);
+  const bool kv_scales = ck.quant_.kv_cache() == KvCacheQuant::kFP8;
+  ck.plan_ = make_tensor_plan(
+      ck.config_, [&](std::string_view path) { return ck.quant_.format_for(path); }, ck.experts_, kv_scales);
+  const auto problems = check_against_plan(*ck.files_, ck.plan_, &ck.known_unused_);
+  if (!problems.empty()) {
+    constexpr size_t kShown = 25;
+    std::string msg = fmt::format("checkpoint does not match its config ({}, {} quantization): {} problem{}",
+                                  ck.config_.architecture, ck.quant_.is_quantized() ? ck.quant_.algo() : "no",
+                                  problems.size(), problems.size() == 1 ? "" : "s");
+    for (size_t i = 0; i < problems.size() && i < kShown; ++i) msg += "\n  " + problems[i];
+    if (problems.size() > kShown) msg += fmt::format("\n  ... and {} more", problems.size() - kShown);
+    throw CheckpointError(ck.dir_.string(), msg);
+  }
+  if (options.touch_pages) touch_pages(*ck.files_, ck.plan_, options.show_progress);
+  return ck;
+}
+
+WeightView LoadedCheckpoint::tensor(std::string_view name) const {
+  auto e = files_->at(name);
+  return {e.info, files_->bytes(name)};
+}
+
+uint64_t LoadedCheckpoint::file_bytes() const {
+  uint64_t n = 0;
+  for (const auto& f : files_->files()) n += f->file_size();
+  return n;
+}
+
+}  // namespace fp4serve

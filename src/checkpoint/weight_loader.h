@@ -1,0 +1,88 @@
+// Opens a model for serving: locates it (directory or HF cache id), parses its configs, opens every
+// safetensors shard, and checks the tensors on disk against the TensorPlan of the text model —
+// every expected tensor present with an accepted dtype and the expected shape, nothing unexplained
+// left over. All problems are collected and reported together, by tensor name, so that one run
+// tells the whole story of a broken or mismatched checkpoint.
+//
+// Weights stay in the mmap'd files (zero-copy); the model layer reads them through tensor().
+// Loading touches every page once (optionally) with a progress bar, so that the first request does
+// not pay for disk reads and a truncated file on a lazy filesystem shows up at load, not mid-request.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "checkpoint/generation_config.h"
+#include "checkpoint/model_config.h"
+#include "checkpoint/quant_config.h"
+#include "checkpoint/sharded_checkpoint.h"
+#include "checkpoint/tensor_plan.h"
+
+namespace fp4serve {
+
+struct LoadOptions {
+  std::string revision = "main";  // for HF cache ids
+  bool touch_pages = false;       // read every page of the planned tensors once, with progress
+  bool show_progress = true;      // progress bar / log lines while touching pages
+};
+
+// A tensor of the checkpoint with its dtype, shape and bytes (zero-copy into the mmap).
+struct WeightView {
+  const TensorInfo* info = nullptr;
+  std::span<const std::byte> bytes;
+
+  template <class T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(bytes.data());
+  }
+};
+
+class LoadedCheckpoint {
+ public:
+  // Throws CheckpointError naming the model directory (or file) and every problem found.
+  static LoadedCheckpoint open(std::string_view model, const LoadOptions& options = {});
+
+  const std::filesystem::path& directory() const { return dir_; }
+  const ModelConfig& config() const { return config_; }
+  const GenerationConfig& generation_config() const { return generation_; }
+  const QuantConfig& quant_config() const { return quant_; }
+  const TensorPlan& plan() const { return plan_; }
+  ExpertStorage expert_storage() const { return experts_; }
+  const ShardedCheckpoint& files() const { return *files_; }
+
+  bool has(std::string_view name) const { return files_->contains(name); }
+  // Throws CheckpointError naming the tensor when absent.
+  WeightView tensor(std::string_view name) const;
+
+  // Tensors present in the files that the text model does not use (MTP head, vision tower).
+  size_t known_unused_tensors() const { return known_unused_; }
+  uint64_t file_bytes() const;
+
+ private:
+  LoadedCheckpoint() = default;
+
+  std::filesystem::path dir_;
+  ModelConfig config_;
+  GenerationConfig generation_;
+  QuantConfig quant_;
+  TensorPlan plan_;
+  ExpertStorage experts_ = ExpertStorage::kPerExpert;
+  std::shared_ptr<ShardedCheckpoint> files_;
+  size_t known_unused_ = 0;
+};
+
+// The checks behind open(), usable on their own (tests, inspect on a partial model): returns one
+// line per problem ("missing: X (expected BF16 [2048])", "wrong dtype: ...", "wrong shape: ...",
+// "unexpected: ...", and value checks such as unequal NVFP4 gate/up global scales). Empty = OK.
+std::vector<std::string> check_against_plan(const ShardedCheckpoint& files, const TensorPlan& plan,
+                                            size_t* known_unused = nullptr);
+
+// Whether the routed experts of this checkpoint are fused 3-D tensors or per-expert 2-D ones.
+ExpertStorage detect_expert_storage(const ShardedCheckpoint& files, const ModelConfig& config);
+
+}  // namespace fp4serve

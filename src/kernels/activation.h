@@ -1,0 +1,21 @@
+// Element-wise activations with torch's CPU fp32 formulas, and the embedding lookup.
+// These are shared by every ISA path (scalar code; they are a negligible part of the step), so
+// they are identical everywhere by construction. For a bf16 tensor torch computes in fp32 and
+// rounds once: round_bf16(silu(x)).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace fp4serve::kernels {
+
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }      // torch: x / (1 + exp(-x))
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }  // torch: 1 / (1 + exp(-x))
+// torch.nn.functional.softplus(beta=1, threshold=20): x above the threshold is returned as is.
+inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// out[t, :] = table[ids[t], :] (bf16 rows of `hidden`). Throws std::out_of_range naming the bad id.
+void embedding_lookup(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t T,
+                      uint16_t* out);
+
+}  // namespace fp4serve::kernels

@@ -1,0 +1,405 @@
+// AVX-512 (F/BW/VL/DQ) variants of the primitives in kernel_table.h. Same operation order as
+// kernels_scalar.cpp: 32 dot lanes = two zmm accumulators per output, the same halving tree, and
+// per-element fma sequences for the element-wise primitives. Compiled with AVX-512 flags only;
+// called only when cpu_features() says the CPU has them.
+// GCC 12 reports false "uninitialized __Y" warnings inside its own avx512fintrin.h helpers.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "kernels/cpu/dequant_scalar.h"
+#include "kernels/cpu/kernel_table.h"
+#include "tensor/float_formats.h"
+
+namespace fp4serve::kernels::cpu {
+namespace {
+
+// Canonical tree: lanes (i, i+16) of the two accumulators, then halves of 16, 8, 4, 2.
+inline float reduce32(__m512 a0, __m512 a1) {
+  __m512 h16 = _mm512_add_ps(a0, a1);
+  __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(h16), _mm512_extractf32x8_ps(h16, 1));
+  __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+  __m128 h1 = _mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1));
+  return _mm_cvtss_f32(h1);
+}
+
+// e4m3 bytes -> fp32: place the 7 magnitude bits as an fp16 with exponent bias 15 (instead of
+// 7), convert, multiply by 2^8. Exact for every finite code, subnormals included (0x7F/0xFF, NaN
+// in e4m3, never occur in weights and decode as 480 here).
+inline __m512 e4m3x16_to_f32(__m128i bytes) {
+  __m256i b = _mm256_cvtepu8_epi16(bytes);
+  __m256i mag = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7F)), 7);
+  __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
+  return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_or_si256(mag, sign)), _mm512_set1_ps(256.0f));
+}
+
+inline __m512 bf16x16_to_f32(__m256i v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+}
+
+// 16 packed bytes -> 32 nibbles in K order (low nibble first) as int8 through a 16-entry LUT.
+inline void nibbles32(const uint8_t* p, __m128i lut, __m128i* first16, __m128i* second16) {
+  __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  __m128i mask = _mm_set1_epi8(0x0F);
+  __m128i lo = _mm_and_si128(b, mask);
+  __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+  *first16 = _mm_shuffle_epi8(lut, _mm_unpacklo_epi8(lo, hi));
+  *second16 = _mm_shuffle_epi8(lut, _mm_unpackhi_epi8(lo, hi));
+}
+
+// 2 * e2m1 as int8 (exact small integers); the half goes into the block scale.
+inline __m128i nvfp4_lut() { return _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12); }
+inline __m128i int4_lut() { return _mm_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7); }
+
+// Does this view have a vector dequant for full 32-chunks?
+inline bool vector_format(const WeightView& w) {
+  switch (w.format) {
+    case WeightFormat::kBf16:
+    case WeightFormat::kFp8Tensor:
+    case WeightFormat::kFp8Block:
+    case WeightFormat::kNvfp4:
+      return true;
+    case WeightFormat::kInt4Packed:
+      return w.group % 32 == 0;
+    case WeightFormat::kInt4Gptq:
+      return false;
+  }
+  return false;
+}
+
+// W(n, k0 .. k0+31) for a full chunk (k0 + 32 <= K), bit-identical to dequant_chunk32.
+inline void dequant32(const WeightView& w, int64_t n, int64_t k0, __m512* w0, __m512* w1) {
+  switch (w.format) {
+    case WeightFormat::kBf16: {
+      const uint16_t* p = static_cast<const uint16_t*>(w.data) + n * w.ld + k0;
+      *w0 = bf16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      *w1 = bf16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
+      return;
+    }
+    case WeightFormat::kFp8Tensor:
+    case WeightFormat::kFp8Block: {
+      const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * w.ld + k0;
+      *w0 = e4m3x16_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+      *w1 = e4m3x16_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
+      if (w.format == WeightFormat::kFp8Block) {
+        const int64_t si = (n / 128) * w.scale_ld + k0 / 128;
+        uint32_t sb = 0;
+        float s;
+        if (w.scales_bf16) {
+          sb = static_cast<uint32_t>(static_cast<const uint16_t*>(w.scales)[si]) << 16;
+          __builtin_memcpy(&s, &sb, 4);
+        } else {
+          s = static_cast<const float*>(w.scales)[si];
+        }
+        const __m512 vs = _mm512_set1_ps(s);
+        *w0 = _mm512_mul_ps(*w0, vs);
+        *w1 = _mm512_mul_ps(*w1, vs);
+      }
+      return;
+    }
+    case WeightFormat::kNvfp4: {
+      const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * (w.ld / 2) + k0 / 2;
+      const uint8_t* sc = static_cast<const uint8_t*>(w.scales) + n * w.scale_ld + k0 / 16;
+      const float* t = e4m3_table();
+      __m128i a, b;
+      nibbles32(p, nvfp4_lut(), &a, &b);
+      *w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(a)), _mm512_set1_ps(0.5f * t[sc[0]]));
+      *w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), _mm512_set1_ps(0.5f * t[sc[1]]));
+      return;
+    }
+    case WeightFormat::kInt4Packed: {
+      const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * (w.ld / 2) + k0 / 2;
+      const float s = static_cast<const float*>(w.scales)[n * w.scale_ld + k0 / w.group];
+      __m128i a, b;
+      nibbles32(p, int4_lut(), &a, &b);
+      const __m512 vs = _mm512_set1_ps(s);
+      *w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(a)), vs);
+      *w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), vs);
+      return;
+    }
+    case WeightFormat::kInt4Gptq:
+      break;
+  }
+  alignas(64) float buf[32];
+  dequant_chunk32(w, n, k0, buf);
+  *w0 = _mm512_load_ps(buf);
+  *w1 = _mm512_load_ps(buf + 16);
+}
+
+// MT activation rows against one weight row. Weights come either from `wrow` (a dequantized row,
+// K padded to 32 with zeros) or are dequantized on the fly.
+template <int MT>
+inline void tile(const float* x, int64_t ldx, const WeightView& w, int64_t n, const float* wrow, float* y,
+                 int64_t ldy) {
+  const int64_t K = w.k;
+  const int64_t kfull = K & ~int64_t{31};
+  __m512 acc0[MT], acc1[MT];
+  for (int j = 0; j < MT; ++j) acc0[j] = acc1[j] = _mm512_setzero_ps();
+  const bool fused = wrow == nullptr;
+  for (int64_t k0 = 0; k0 < kfull; k0 += 32) {
+    __m512 w0, w1;
+    if (fused) {
+      dequant32(w, n, k0, &w0, &w1);
+    } else {
+      w0 = _mm512_loadu_ps(wrow + k0);
+      w1 = _mm512_loadu_ps(wrow + k0 + 16);
+    }
+    for (int j = 0; j < MT; ++j) {
+      acc0[j] = _mm512_fmadd_ps(_mm512_loadu_ps(x + j * ldx + k0), w0, acc0[j]);
+      acc1[j] = _mm512_fmadd_ps(_mm512_loadu_ps(x + j * ldx + k0 + 16), w1, acc1[j]);
+    }
+  }
+  if (kfull < K) {  // zero-padded last chunk: adds exact zeros to the lanes past K
+    alignas(64) float wb[32];
+    if (fused) {
+      dequant_chunk32(w, n, kfull, wb);
+    } else {
+      for (int i = 0; i < 32; ++i) wb[i] = wrow[kfull + i];
+    }
+    const __mmask16 m0 = static_cast<__mmask16>(K - kfull >= 16 ? 0xFFFF : (1u << (K - kfull)) - 1);
+    const __mmask16 m1 = static_cast<__mmask16>(K - kfull > 16 ? (1u << (K - kfull - 16)) - 1 : 0);
+    const __m512 w0 = _mm512_load_ps(wb), w1 = _mm512_load_ps(wb + 16);
+    for (int j = 0; j < MT; ++j) {
+      acc0[j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, x + j * ldx + kfull), w0, acc0[j]);
+      acc1[j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, x + j * ldx + kfull + 16), w1, acc1[j]);
+    }
+  }
+  for (int j = 0; j < MT; ++j) y[j * ldy + n] = reduce32(acc0[j], acc1[j]) * w.tensor_scale;
+}
+
+// NVFP4 fast path for M <= 4. Nibbles become weights with one two-table permute from the
+// per-scale product LUT (e2m1 * e4m3, exact), but in de-interleaved order: accumulator 0 holds the
+// even k of each 32-chunk, accumulator 1 the odd k. So canonical lane c = 2i + p lives in lane i of
+// accumulator p, the x rows are de-interleaved the same way once per call, and the reduction tree
+// below adds exactly the canonical pairs (c, c+16), (c, c+8), ... in that layout.
+inline float reduce32_deinterleaved(__m512 even, __m512 odd) {
+  float r[2];
+  const __m512 acc[2] = {even, odd};
+  for (int p = 0; p < 2; ++p) {
+    __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc[p]), _mm512_extractf32x8_ps(acc[p], 1));
+    __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+    __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+    r[p] = _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+  }
+  return r[0] + r[1];
+}
+
+// xd[kpad]: x with each 32-chunk reordered to (k0, k0+2, ..., k0+30, k0+1, ..., k0+31), zero padded.
+inline void deinterleave_x(const float* x, int64_t K, float* xd) {
+  const int64_t kpad = (K + 31) & ~int64_t{31};
+  const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+  for (int64_t k0 = 0; k0 < kpad; k0 += 32) {
+    const int64_t r = K - k0;
+    const __mmask16 m0 = static_cast<__mmask16>(r >= 16 ? 0xFFFF : (r > 0 ? (1u << r) - 1 : 0));
+    const __mmask16 m1 = static_cast<__mmask16>(r >= 32 ? 0xFFFF : (r > 16 ? (1u << (r - 16)) - 1 : 0));
+    const __m512 a = _mm512_maskz_loadu_ps(m0, x + k0), b = _mm512_maskz_loadu_ps(m1, x + k0 + 16);
+    _mm512_storeu_ps(xd + k0, _mm512_permutex2var_ps(a, ie, b));
+    _mm512_storeu_ps(xd + k0 + 16, _mm512_permutex2var_ps(a, io, b));
+  }
+}
+
+// MT activation rows x NT weight rows per call. NT > 1 adds independent FMA chains without
+// touching any row's summation order, but measured slower on Zen 4 (the loop is permute/uop
+// bound, not FMA-latency bound), so the dispatch below uses NT = 1; kept for other cores.
+template <int MT, int NT>
+inline void tile_nvfp4(const float* xd, int64_t ldxd, const WeightView& w, int64_t n, float* y, int64_t ldy) {
+  const int64_t K = w.k;
+  const int64_t kfull = K & ~int64_t{31};
+  const uint8_t* p[NT];
+  const uint8_t* sc[NT];
+  for (int r = 0; r < NT; ++r) {
+    p[r] = static_cast<const uint8_t*>(w.data) + (n + r) * (w.ld / 2);
+    sc[r] = static_cast<const uint8_t*>(w.scales) + (n + r) * w.scale_ld;
+  }
+  const float* lut = nvfp4_product_lut();
+  const __m512i sel = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 16, 16, 16, 16, 16, 16, 16, 16);
+  const __m512i low4 = _mm512_set1_epi32(0x0F);
+  __m512 acc0[NT][MT], acc1[NT][MT];
+  for (int r = 0; r < NT; ++r)
+    for (int j = 0; j < MT; ++j) acc0[r][j] = acc1[r][j] = _mm512_setzero_ps();
+  for (int64_t k0 = 0; k0 < kfull; k0 += 32) {
+    __m512 x0[MT], x1[MT];
+    for (int j = 0; j < MT; ++j) {
+      x0[j] = _mm512_loadu_ps(xd + j * ldxd + k0);
+      x1[j] = _mm512_loadu_ps(xd + j * ldxd + k0 + 16);
+    }
+    for (int r = 0; r < NT; ++r) {
+      const __m512i zx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r] + k0 / 2)));
+      const __m512 lut0 = _mm512_load_ps(lut + 16 * sc[r][k0 / 16]);
+      const __m512 lut1 = _mm512_load_ps(lut + 16 * sc[r][k0 / 16 + 1]);
+      const __m512i ie = _mm512_ternarylogic_epi32(zx, low4, sel, 0xEA);  // (zx & low4) | sel
+      const __m512i io = _mm512_or_si512(_mm512_srli_epi32(zx, 4), sel);
+      const __m512 we = _mm512_permutex2var_ps(lut0, ie, lut1);
+      const __m512 wo = _mm512_permutex2var_ps(lut0, io, lut1);
+      for (int j = 0; j < MT; ++j) {
+        acc0[r][j] = _mm512_fmadd_ps(x0[j], we, acc0[r][j]);
+        acc1[r][j] = _mm512_fmadd_ps(x1[j], wo, acc1[r][j]);
+      }
+    }
+  }
+  if (kfull < K) {  // K % 32 == 16: one half chunk, de-interleaved by hand, zeros beyond K
+    for (int r = 0; r < NT; ++r) {
+      alignas(64) float wb[32], wd[32];
+      dequant_chunk32(w, n + r, kfull, wb);
+      for (int i = 0; i < 16; ++i) {
+        wd[i] = wb[2 * i];
+        wd[16 + i] = wb[2 * i + 1];
+      }
+      const __m512 we = _mm512_load_ps(wd), wo = _mm512_load_ps(wd + 16);
+      for (int j = 0; j < MT; ++j) {
+        acc0[r][j] = _mm512_fmadd_ps(_mm512_loadu_ps(xd + j * ldxd + kfull), we, acc0[r][j]);
+        acc1[r][j] = _mm512_fmadd_ps(_mm512_loadu_ps(xd + j * ldxd + kfull + 16), wo, acc1[r][j]);
+      }
+    }
+  }
+  for (int r = 0; r < NT; ++r)
+    for (int j = 0; j < MT; ++j)
+      y[j * ldy + n + r] = reduce32_deinterleaved(acc0[r][j], acc1[r][j]) * w.tensor_scale;
+}
+
+template <int MT, int NT>
+inline void rows_nvfp4(const float* xd, int64_t kpad, const WeightView& w, int64_t n0, int64_t n1, float* y,
+                       int64_t ldy) {
+  int64_t n = n0;
+  for (; n + NT <= n1; n += NT) tile_nvfp4<MT, NT>(xd, kpad, w, n, y, ldy);
+  for (; n < n1; ++n) tile_nvfp4<MT, 1>(xd, kpad, w, n, y, ldy);
+}
+
+void nvfp4_small_m(const float* x, int64_t M, int64_t ldx, const WeightView& w, int64_t n0, int64_t n1, float* y,
+                   int64_t ldy, float* scratch) {
+  const int64_t kpad = (w.k + 31) & ~int64_t{31};
+  float* xd = scratch + kpad;  // scratch row 0 is the weight row of the general path
+  for (int64_t m = 0; m < M; ++m) deinterleave_x(x + m * ldx, w.k, xd + m * kpad);
+  switch (M) {
+    case 4:
+      rows_nvfp4<4, 1>(xd, kpad, w, n0, n1, y, ldy);
+      break;
+    case 3:
+      rows_nvfp4<3, 1>(xd, kpad, w, n0, n1, y, ldy);
+      break;
+    case 2:
+      rows_nvfp4<2, 1>(xd, kpad, w, n0, n1, y, ldy);
+      break;
+    default:
+      rows_nvfp4<1, 1>(xd, kpad, w, n0, n1, y, ldy);
+      break;
+  }
+}
+
+void linear_avx512(const float* x, int64_t M, int64_t ldx, const WeightView& w, int64_t n0, int64_t n1, float* y,
+                   int64_t ldy, float* scratch) {
+  const int64_t K = w.k;
+  const int64_t kpad = (K + 31) & ~int64_t{31};
+  if (M >= 1 && M <= 4 && w.format == WeightFormat::kNvfp4) {
+    nvfp4_small_m(x, M, ldx, w, n0, n1, y, ldy, scratch);
+    return;
+  }
+  const bool fused = M <= 4 && vector_format(w);
+  for (int64_t n = n0; n < n1; ++n) {
+    const float* wrow = nullptr;
+    if (!fused) {  // dequantize the row once, reuse it for all M rows
+      for (int64_t k0 = 0; k0 < kpad; k0 += 32) {
+        if (k0 + 32 <= K && vector_format(w)) {
+          __m512 w0, w1;
+          dequant32(w, n, k0, &w0, &w1);
+          _mm512_storeu_ps(scratch + k0, w0);
+          _mm512_storeu_ps(scratch + k0 + 16, w1);
+        } else {
+          dequant_chunk32(w, n, k0, scratch + k0);
+        }
+      }
+      wrow = scratch;
+    }
+    int64_t m = 0;
+    for (; m + 4 <= M; m += 4) tile<4>(x + m * ldx, ldx, w, n, wrow, y + m * ldy, ldy);
+    switch (M - m) {
+      case 3:
+        tile<3>(x + m * ldx, ldx, w, n, wrow, y + m * ldy, ldy);
+        break;
+      case 2:
+        tile<2>(x + m * ldx, ldx, w, n, wrow, y + m * ldy, ldy);
+        break;
+      case 1:
+        tile<1>(x + m * ldx, ldx, w, n, wrow, y + m * ldy, ldy);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+float dot_avx512(const float* a, const float* b, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + 32 <= n; k += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), acc1);
+  }
+  if (k < n) {
+    const int64_t r = n - k;
+    const __mmask16 m0 = static_cast<__mmask16>(r >= 16 ? 0xFFFF : (1u << r) - 1);
+    const __mmask16 m1 = static_cast<__mmask16>(r > 16 ? (1u << (r - 16)) - 1 : 0);
+    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, a + k), _mm512_maskz_loadu_ps(m0, b + k), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, a + k + 16), _mm512_maskz_loadu_ps(m1, b + k + 16), acc1);
+  }
+  return reduce32(acc0, acc1);
+}
+
+void axpy_avx512(float a, const float* x, float* y, int64_t n) {
+  const __m512 va = _mm512_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
+void gdn_step_avx512(float* S, const float* q, const float* k, const float* v, float decay, float beta, int dk,
+                     int dv, float* out, float* kvm) {
+  if (dv != 128) {  // the model's head size; other sizes take the reference path
+    scalar_kernels().gdn_step(S, q, k, v, decay, beta, dk, dv, out, kvm);
+    return;
+  }
+  const __m512 vdecay = _mm512_set1_ps(decay);
+  __m512 acc[8];
+  for (int j = 0; j < 8; ++j) acc[j] = _mm512_setzero_ps();
+  for (int i = 0; i < dk; ++i) {
+    float* row = S + static_cast<int64_t>(i) * 128;
+    const __m512 ki = _mm512_set1_ps(k[i]);
+    for (int j = 0; j < 8; ++j) {
+      const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(row + 16 * j), vdecay);
+      _mm512_storeu_ps(row + 16 * j, s);
+      acc[j] = _mm512_fmadd_ps(s, ki, acc[j]);
+    }
+  }
+  const __m512 vbeta = _mm512_set1_ps(beta);
+  __m512 d[8];
+  for (int j = 0; j < 8; ++j) {
+    d[j] = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v + 16 * j), acc[j]), vbeta);
+    acc[j] = _mm512_setzero_ps();
+  }
+  for (int i = 0; i < dk; ++i) {
+    float* row = S + static_cast<int64_t>(i) * 128;
+    const __m512 ki = _mm512_set1_ps(k[i]);
+    const __m512 qi = _mm512_set1_ps(q[i]);
+    for (int j = 0; j < 8; ++j) {
+      const __m512 s = _mm512_fmadd_ps(ki, d[j], _mm512_loadu_ps(row + 16 * j));
+      _mm512_storeu_ps(row + 16 * j, s);
+      acc[j] = _mm512_fmadd_ps(s, qi, acc[j]);
+    }
+  }
+  for (int j = 0; j < 8; ++j) _mm512_storeu_ps(out + 16 * j, acc[j]);
+}
+
+}  // namespace
+
+const KernelTable& avx512_kernels() {
+  static const KernelTable t{linear_avx512, dot_avx512, axpy_avx512, gdn_step_avx512};
+  return t;
+}
+
+}  // namespace fp4serve::kernels::cpu

@@ -1,0 +1,72 @@
+#include <stdexcept>
+#include <string>
+
+#include "kernels/bf16.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/linear.h"
+
+namespace fp4serve::kernels {
+namespace {
+
+// Rows per work item. Small enough to balance GEMVs with a few hundred rows over many cores.
+constexpr int64_t kRowBlock = 8;
+
+float* thread_scratch(int64_t k) {
+  thread_local std::vector<float> buf;
+  const size_t need = static_cast<size_t>(cpu::kLinearScratchRows * ((k + 31) / 32 * 32));
+  if (buf.size() < need) buf.resize(need);
+  return buf.data();
+}
+
+void check_job(const LinearJob& j) {
+  if (j.x == nullptr || j.y == nullptr || j.M < 0)
+    throw std::invalid_argument("linear: null input/output or negative M");
+  if (j.ldx < j.w.k || j.ldy < j.w.n)
+    throw std::invalid_argument("linear: row stride smaller than the row (ldx " + std::to_string(j.ldx) + " < K " +
+                                std::to_string(j.w.k) + " or ldy " + std::to_string(j.ldy) + " < N " +
+                                std::to_string(j.w.n) + ")");
+  if (j.w.data == nullptr) throw std::invalid_argument("linear: weight view without data");
+}
+
+}  // namespace
+
+void linear_batch(const std::vector<LinearJob>& jobs, Isa isa) {
+  const cpu::KernelTable& kt = cpu::kernel_table(isa);
+  std::vector<int64_t> first_block(jobs.size() + 1, 0);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    check_job(jobs[i]);
+    const int64_t blocks = jobs[i].M > 0 ? (jobs[i].w.n + kRowBlock - 1) / kRowBlock : 0;
+    first_block[i + 1] = first_block[i] + blocks;
+  }
+  const int64_t total = first_block.back();
+  cpu::parallel_for(total, 1, [&](int64_t b0, int64_t b1) {
+    size_t j = 0;
+    for (int64_t b = b0; b < b1; ++b) {
+      while (first_block[j + 1] <= b) ++j;
+      const LinearJob& job = jobs[j];
+      const int64_t n0 = (b - first_block[j]) * kRowBlock;
+      const int64_t n1 = std::min(job.w.n, n0 + kRowBlock);
+      kt.linear(job.x, job.M, job.ldx, job.w, n0, n1, job.y, job.ldy, thread_scratch(job.w.k));
+    }
+  });
+}
+
+void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, float* y, int64_t ldy, Isa isa) {
+  LinearJob j;
+  j.x = x;
+  j.M = M;
+  j.ldx = ldx;
+  j.w = w;
+  j.y = y;
+  j.ldy = ldy;
+  linear_batch({j}, isa);
+}
+
+void linear_bf16(const uint16_t* x, int64_t M, const WeightView& w, float* y, Isa isa) {
+  std::vector<float> xf(static_cast<size_t>(M * w.k));
+  bf16_to_f32(x, xf.data(), M * w.k);
+  linear(xf.data(), M, w.k, w, y, w.n, isa);
+}
+
+}  // namespace fp4serve::kernels

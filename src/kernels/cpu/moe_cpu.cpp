@@ -1,0 +1,169 @@
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/activation.h"
+#include "kernels/bf16.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/linear.h"
+#include "kernels/moe.h"
+
+namespace fp4serve::kernels {
+namespace {
+
+void check_weights(const MoeWeights& w) {
+  const int64_t E = static_cast<int64_t>(w.experts.size());
+  if (w.router.n != E) throw std::invalid_argument("moe: router has " + std::to_string(w.router.n) +
+                                                   " rows but " + std::to_string(E) + " experts were given");
+  if (w.top_k <= 0 || w.top_k > E) throw std::invalid_argument("moe: top_k out of range");
+  const int64_t H = w.router.k;
+  for (int64_t e = 0; e < E; ++e) {
+    const ExpertWeights& x = w.experts[e];
+    if (x.gate.k != H || x.up.k != H || x.gate.n != x.up.n || x.down.k != x.gate.n || x.down.n != H)
+      throw std::invalid_argument("moe: expert " + std::to_string(e) + " has inconsistent gate/up/down shapes");
+  }
+  if (w.has_shared && (w.shared.gate.k != H || w.shared.down.n != H || w.shared_gate.n != 1 || w.shared_gate.k != H))
+    throw std::invalid_argument("moe: shared expert shapes do not match hidden size");
+}
+
+// In place on g (becomes h): g, u rows of I values; h = bf16(bf16(silu(bf16(g))) * bf16(u)).
+void swiglu_bf16(float* g, const float* u, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) g[i] = round_bf16(round_bf16(silu(round_bf16(g[i]))) * round_bf16(u[i]));
+}
+
+}  // namespace
+
+void moe_route(const float* logits, int64_t T, int E, int top_k, int32_t* idx, float* weights) {
+  std::vector<float> p(E);
+  std::vector<int32_t> order(E);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* l = logits + t * E;
+    float mx = -INFINITY;
+    for (int e = 0; e < E; ++e) mx = std::max(mx, l[e]);
+    float sum = 0.0f;
+    for (int e = 0; e < E; ++e) {
+      p[e] = std::exp(l[e] - mx);
+      sum += p[e];
+    }
+    for (int e = 0; e < E; ++e) p[e] = p[e] / sum;
+    for (int e = 0; e < E; ++e) order[e] = e;
+    std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+                      [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
+    float tsum = 0.0f;
+    for (int i = 0; i < top_k; ++i) tsum += p[order[i]];
+    for (int i = 0; i < top_k; ++i) {
+      idx[t * top_k + i] = order[i];
+      weights[t * top_k + i] = round_bf16(p[order[i]] / tsum);
+    }
+  }
+}
+
+ExpertGroups group_by_expert(const int32_t* idx, int64_t T, int top_k, int E) {
+  ExpertGroups g;
+  g.offsets.assign(E + 1, 0);
+  for (int64_t i = 0; i < T * top_k; ++i) {
+    if (idx[i] < 0 || idx[i] >= E) throw std::out_of_range("moe: expert id " + std::to_string(idx[i]) + " out of range");
+    ++g.offsets[idx[i] + 1];
+  }
+  for (int e = 0; e < E; ++e) g.offsets[e + 1] += g.offsets[e];
+  g.token.resize(T * top_k);
+  g.slot.resize(T * top_k);
+  std::vector<int32_t> fill(g.offsets.begin(), g.offsets.end() - 1);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int s = 0; s < top_k; ++s) {
+      const int32_t pos = fill[idx[t * top_k + s]]++;
+      g.token[pos] = static_cast<int32_t>(t);
+      g.slot[pos] = s;
+    }
+  }
+  return g;
+}
+
+void moe_block(const uint16_t* x, int64_t T, const MoeWeights& w, uint16_t* out, Isa isa, MoeCombine combine) {
+  check_weights(w);
+  if (T == 0) return;
+  const int E = static_cast<int>(w.experts.size());
+  const int K = w.top_k;
+  const int64_t H = w.router.k;
+  const int64_t I = w.experts[0].gate.n;
+  const int64_t R = T * K;  // routed rows
+
+  std::vector<float> xf(T * H);
+  bf16_to_f32(x, xf.data(), T * H);
+
+  // Router.
+  std::vector<float> logits(T * E);
+  linear(xf.data(), T, w.router, logits.data(), isa);
+  round_bf16_inplace(logits.data(), T * E);
+  std::vector<int32_t> idx(R);
+  std::vector<float> rw(R);
+  moe_route(logits.data(), T, E, K, idx.data(), rw.data());
+  const ExpertGroups groups = group_by_expert(idx.data(), T, K, E);
+
+  // Grouped activations (expert order), then gate/up for all experts and the shared expert at once.
+  std::vector<float> xg(R * H);
+  for (int64_t r = 0; r < R; ++r)
+    std::copy(xf.begin() + groups.token[r] * H, xf.begin() + (groups.token[r] + 1) * H, xg.begin() + r * H);
+  std::vector<float> g(R * I), u(R * I);
+  const int64_t Is = w.has_shared ? w.shared.gate.n : 0;
+  std::vector<float> sg(T * Is), su(T * Is), sgate(T);
+  std::vector<LinearJob> jobs;
+  for (int e = 0; e < E; ++e) {
+    const int64_t r0 = groups.offsets[e], n = groups.offsets[e + 1] - r0;
+    if (n == 0) continue;
+    jobs.push_back({xg.data() + r0 * H, n, H, w.experts[e].gate, g.data() + r0 * I, I});
+    jobs.push_back({xg.data() + r0 * H, n, H, w.experts[e].up, u.data() + r0 * I, I});
+  }
+  if (w.has_shared) {
+    jobs.push_back({xf.data(), T, H, w.shared.gate, sg.data(), Is});
+    jobs.push_back({xf.data(), T, H, w.shared.up, su.data(), Is});
+    jobs.push_back({xf.data(), T, H, w.shared_gate, sgate.data(), 1});
+  }
+  linear_batch(jobs, isa);
+  swiglu_bf16(g.data(), u.data(), R * I);
+  if (w.has_shared) swiglu_bf16(sg.data(), su.data(), T * Is);
+
+  // Down projections.
+  std::vector<float> d(R * H), sd(w.has_shared ? T * H : 0);
+  jobs.clear();
+  for (int e = 0; e < E; ++e) {
+    const int64_t r0 = groups.offsets[e], n = groups.offsets[e + 1] - r0;
+    if (n == 0) continue;
+    jobs.push_back({g.data() + r0 * I, n, I, w.experts[e].down, d.data() + r0 * H, H});
+  }
+  if (w.has_shared) jobs.push_back({sg.data(), T, Is, w.shared.down, sd.data(), H});
+  linear_batch(jobs, isa);
+
+  // Where each (token, slot) landed in the grouped order; combine in ascending expert id (HF's
+  // loop over expert_hit) with a bf16 add per expert, then add the gated shared expert.
+  std::vector<int32_t> row_of(R);
+  for (int64_t r = 0; r < R; ++r) row_of[groups.token[r] * K + groups.slot[r]] = static_cast<int32_t>(r);
+  cpu::parallel_for(T, 4, [&](int64_t t0, int64_t t1) {
+    std::vector<int> slots(K);
+    std::vector<float> acc(H);
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int s = 0; s < K; ++s) slots[s] = s;
+      if (combine == MoeCombine::kHfEager)
+        std::sort(slots.begin(), slots.end(), [&](int a, int b) { return idx[t * K + a] < idx[t * K + b]; });
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int s : slots) {
+        const float* dr = d.data() + static_cast<int64_t>(row_of[t * K + s]) * H;
+        const float wt = rw[t * K + s];
+        if (combine == MoeCombine::kFp32Sum) {
+          for (int64_t i = 0; i < H; ++i) acc[i] = acc[i] + round_bf16(round_bf16(dr[i]) * wt);
+        } else {
+          for (int64_t i = 0; i < H; ++i) acc[i] = round_bf16(acc[i] + round_bf16(round_bf16(dr[i]) * wt));
+        }
+      }
+      if (combine == MoeCombine::kFp32Sum) round_bf16_inplace(acc.data(), H);
+      if (w.has_shared) {
+        const float gate = round_bf16(sigmoid(round_bf16(sgate[t])));
+        for (int64_t i = 0; i < H; ++i) acc[i] = round_bf16(acc[i] + round_bf16(gate * round_bf16(sd[t * H + i])));
+      }
+      f32_to_bf16(acc.data(), out + t * H, H);
+    }
+  });
+}
+
+}  // namespace fp4serve::kernels

@@ -1,0 +1,207 @@
+#include "model/qwen3_5_moe.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/activation.h"
+#include "kernels/bf16.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
+
+namespace fp4serve::model {
+namespace {
+
+using Bf16 = std::vector<uint16_t>;
+
+// y = bf16(x @ W^T): an nn.Linear on bf16 activations (fp32 accumulate, one rounding).
+void project(const uint16_t* x, int64_t T, const kernels::WeightView& w, uint16_t* out, std::vector<float>& scratch) {
+  scratch.resize(static_cast<size_t>(T * w.n));
+  kernels::linear_bf16(x, T, w, scratch.data());
+  kernels::f32_to_bf16(scratch.data(), out, T * w.n);
+}
+
+// x = bf16(x + y): HF's bf16 residual add.
+void residual_add(uint16_t* x, const uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = kernels::f32_to_bf16_bits(kernels::bf16_bits_to_f32(x[i]) + kernels::bf16_bits_to_f32(y[i]));
+  }
+}
+
+struct StepLayout {
+  std::vector<int64_t> offset;  // per sequence: first row; back() = total rows
+  std::vector<int64_t> pos;     // per row: absolute position
+  int64_t rows() const { return offset.back(); }
+};
+
+void gated_deltanet(const GatedDeltaNetWeights& g, const kernels::GdnDims& d, double eps, size_t layer_index,
+                    const std::vector<StepSequence>& step, const StepLayout& L, const uint16_t* h, uint16_t* out) {
+  const int64_t T = L.rows(), C = d.conv_dim(), Vd = d.value_dim(), Hv = d.Hv;
+  std::vector<float> scratch;
+  Bf16 qkv_raw(static_cast<size_t>(T * C)), qkv(static_cast<size_t>(T * C)), z(static_cast<size_t>(T * Vd));
+  Bf16 core(static_cast<size_t>(T * Vd)), normed(static_cast<size_t>(T * Vd));
+  project(h, T, g.in_proj_qkv, qkv_raw.data(), scratch);
+  project(h, T, g.in_proj_z, z.data(), scratch);
+  // b and a: bf16 projections, handed to the gating as floats holding bf16 values.
+  std::vector<float> a(static_cast<size_t>(T * Hv)), b(static_cast<size_t>(T * Hv));
+  kernels::linear_bf16(h, T, g.in_proj_b, b.data());
+  kernels::round_bf16_inplace(b.data(), T * Hv);
+  kernels::linear_bf16(h, T, g.in_proj_a, a.data());
+  kernels::round_bf16_inplace(a.data(), T * Hv);
+  std::vector<float> gate(static_cast<size_t>(T * Hv)), beta(static_cast<size_t>(T * Hv));
+  kernels::gdn_gating(a.data(), b.data(), g.a_log.data(), g.dt_bias.data(), T, Hv, gate.data(), beta.data());
+  for (size_t s = 0; s < step.size(); ++s) {
+    const int64_t r0 = L.offset[s], n = L.offset[s + 1] - r0;
+    if (n == 0) continue;
+    SequenceState& st = *step[s].state;
+    kernels::gdn_conv1d(qkv_raw.data() + r0 * C, n, C, g.conv_weight.data(), d.conv_kernel,
+                        st.conv[layer_index].data(), qkv.data() + r0 * C);
+    kernels::gdn_recurrent(qkv.data() + r0 * C, n, d, gate.data() + r0 * Hv, beta.data() + r0 * Hv,
+                           st.ssm[layer_index].data(), core.data() + r0 * Vd);
+  }
+  kernels::rmsnorm_gated(core.data(), z.data(), T * Hv, d.dv, g.norm_weight.data(), static_cast<float>(eps),
+                         normed.data());
+  project(normed.data(), T, g.out_proj, out, scratch);
+}
+
+void gated_attention(const GatedAttentionWeights& w, const ModelConfig& c, const kernels::RopeConfig& rope,
+                     size_t layer_index, const std::vector<StepSequence>& step, const StepLayout& L,
+                     const uint16_t* h, uint16_t* out) {
+  const int64_t T = L.rows(), D = c.head_dim, Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
+  std::vector<float> scratch;
+  Bf16 qg(static_cast<size_t>(T * Hq * 2 * D)), q(static_cast<size_t>(T * Hq * D)), gate(q.size());
+  Bf16 k(static_cast<size_t>(T * Hkv * D)), v(k.size()), attn(q.size());
+  project(h, T, w.q_proj, qg.data(), scratch);
+  // q_proj rows are per head [q (D) | gate (D)] (HF: view(..., -1, 2D) then chunk).
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t hh = 0; hh < Hq; ++hh) {
+      const uint16_t* src = qg.data() + (t * Hq + hh) * 2 * D;
+      std::copy(src, src + D, q.data() + (t * Hq + hh) * D);
+      std::copy(src + D, src + 2 * D, gate.data() + (t * Hq + hh) * D);
+    }
+  project(h, T, w.k_proj, k.data(), scratch);
+  project(h, T, w.v_proj, v.data(), scratch);
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  kernels::rmsnorm_1p(q.data(), T * Hq, D, w.q_norm.data(), eps, q.data());
+  kernels::rmsnorm_1p(k.data(), T * Hkv, D, w.k_norm.data(), eps, k.data());
+  kernels::apply_rope_text(q.data(), T, Hq, rope, L.pos.data());
+  kernels::apply_rope_text(k.data(), T, Hkv, rope, L.pos.data());
+  std::vector<kernels::AttentionSeq> seqs;
+  for (size_t s = 0; s < step.size(); ++s) {
+    const int64_t r0 = L.offset[s], n = L.offset[s + 1] - r0;
+    if (n == 0) continue;
+    SequenceState& st = *step[s].state;
+    kernels::KvView kv;
+    kv.dtype = st.kv_dtype;
+    kv.k = st.k[layer_index].data();
+    kv.v = st.v[layer_index].data();
+    kv.capacity = st.capacity;
+    kv.n_kv_heads = static_cast<int>(Hkv);
+    kv.head_dim = static_cast<int>(D);
+    kv.k_scale = w.k_scale;
+    kv.v_scale = w.v_scale;
+    kernels::kv_write(kv, k.data() + r0 * Hkv * D, v.data() + r0 * Hkv * D, n, st.length);
+    kernels::AttentionSeq a;
+    a.q = q.data() + r0 * Hq * D;
+    a.gate = gate.data() + r0 * Hq * D;
+    a.T = n;
+    a.pos0 = st.length;
+    a.kv = kv;
+    a.out = attn.data() + r0 * Hq * D;
+    seqs.push_back(a);
+  }
+  kernels::gated_attention(seqs, static_cast<int>(Hq));
+  project(attn.data(), T, w.o_proj, out, scratch);
+}
+
+}  // namespace
+
+Qwen35MoeModel::Qwen35MoeModel(std::shared_ptr<const LoadedCheckpoint> checkpoint)
+    : ck_(std::move(checkpoint)), w_(bind_model_weights(*ck_)) {}
+
+SequenceState Qwen35MoeModel::new_sequence(int64_t capacity, kernels::KvDtype kv_dtype) const {
+  const ModelConfig& c = config();
+  SequenceState s;
+  s.capacity = capacity;
+  s.kv_dtype = kv_dtype;
+  const size_t elem = kv_dtype == kernels::KvDtype::kBf16 ? 2 : 1;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    if (c.is_full_attention(l)) {
+      s.k.emplace_back(static_cast<size_t>(capacity * c.kv_dim()) * elem, 0);
+      s.v.emplace_back(static_cast<size_t>(capacity * c.kv_dim()) * elem, 0);
+    } else {
+      s.conv.emplace_back(static_cast<size_t>(w_.gdn_dims.conv_state_elems()), 0);
+      s.ssm.emplace_back(static_cast<size_t>(w_.gdn_dims.state_elems()), 0.0f);
+    }
+  }
+  return s;
+}
+
+std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step,
+                                           std::vector<std::vector<uint16_t>>* hidden_states) const {
+  const ModelConfig& c = config();
+  const int64_t H = c.hidden_size, V = c.vocab_size;
+  StepLayout L;
+  L.offset.push_back(0);
+  std::vector<int32_t> ids;
+  for (const auto& s : step) {
+    if (s.state->length + static_cast<int64_t>(s.tokens.size()) > s.state->capacity) {
+      throw std::invalid_argument("sequence of " + std::to_string(s.state->length + s.tokens.size()) +
+                                  " tokens exceeds its reserved capacity of " + std::to_string(s.state->capacity));
+    }
+    for (size_t i = 0; i < s.tokens.size(); ++i) {
+      const int32_t id = s.tokens[i];
+      if (id < 0 || id >= V) {
+        throw std::invalid_argument("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
+                                    std::to_string(V));
+      }
+      ids.push_back(id);
+      L.pos.push_back(s.state->length + static_cast<int64_t>(i));
+    }
+    L.offset.push_back(static_cast<int64_t>(ids.size()));
+  }
+  const int64_t T = L.rows();
+  Bf16 x(static_cast<size_t>(T * H)), h(x.size()), mixed(x.size());
+  kernels::embedding_lookup(w_.embed_tokens, V, H, ids.data(), T, x.data());
+  if (hidden_states) hidden_states->assign(1, x);
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  size_t gdn_index = 0, attn_index = 0;
+  for (const LayerWeights& layer : w_.layers) {
+    kernels::rmsnorm_1p(x.data(), T, H, layer.input_norm.data(), eps, h.data());
+    if (layer.kind == LayerKind::kFullAttention) {
+      gated_attention(layer.attn, c, w_.rope, attn_index++, step, L, h.data(), mixed.data());
+    } else {
+      gated_deltanet(layer.gdn, w_.gdn_dims, c.rms_norm_eps, gdn_index++, step, L, h.data(), mixed.data());
+    }
+    residual_add(x.data(), mixed.data(), T * H);
+    kernels::rmsnorm_1p(x.data(), T, H, layer.post_norm.data(), eps, h.data());
+    kernels::moe_block(h.data(), T, layer.moe, mixed.data());
+    residual_add(x.data(), mixed.data(), T * H);
+    if (hidden_states) hidden_states->push_back(x);
+  }
+  if (hidden_states) {
+    // As transformers' output_hidden_states: the last entry is the final norm's output.
+    kernels::rmsnorm_1p(x.data(), T, H, w_.final_norm.data(), eps, hidden_states->back().data());
+  }
+  // Final norm and lm_head only on the rows that need logits (HF's logits_to_keep).
+  std::vector<int64_t> rows;
+  for (size_t s = 0; s < step.size(); ++s) {
+    const int64_t r0 = L.offset[s], r1 = L.offset[s + 1];
+    if (r1 == r0) continue;
+    if (step[s].all_logits) {
+      for (int64_t r = r0; r < r1; ++r) rows.push_back(r);
+    } else {
+      rows.push_back(r1 - 1);
+    }
+  }
+  const int64_t R = static_cast<int64_t>(rows.size());
+  Bf16 last(static_cast<size_t>(R * H));
+  for (int64_t i = 0; i < R; ++i) std::copy_n(x.data() + rows[i] * H, H, last.data() + i * H);
+  kernels::rmsnorm_1p(last.data(), R, H, w_.final_norm.data(), eps, last.data());
+  std::vector<float> logits(static_cast<size_t>(R * V));
+  kernels::linear_bf16(last.data(), R, w_.lm_head, logits.data());
+  kernels::round_bf16_inplace(logits.data(), R * V);  // HF returns bf16 logits
+  for (const auto& s : step) s.state->length += static_cast<int64_t>(s.tokens.size());
+  return logits;
+}
+
+}  // namespace fp4serve::model

@@ -1,0 +1,125 @@
+// `fp4serve inspect MODEL`: what a checkpoint is and what serving it costs, from its files alone —
+// architecture, layer plan, the format of each module, weight bytes, KV bytes per token, GDN state
+// bytes per sequence and the bytes of weights read to decode one token at batch 1.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "checkpoint/tensor_plan.h"
+#include "checkpoint/weight_loader.h"
+#include "tools/commands.h"
+
+namespace fp4serve::tools {
+namespace {
+
+std::string human_bytes(uint64_t b) {
+  const double d = static_cast<double>(b);
+  if (d >= 1e9) return fmt::format("{:.3f} GB", d / 1e9);
+  if (d >= 1e6) return fmt::format("{:.3f} MB", d / 1e6);
+  if (d >= 1e3) return fmt::format("{:.3f} kB", d / 1e3);
+  return fmt::format("{} B", b);
+}
+
+// "model.language_model.layers.7.self_attn.q_proj" -> "self_attn.q_proj"; global modules keep
+// their last component ("embed_tokens", "norm", "lm_head").
+std::string module_class(const ModelConfig& c, const PlannedModule& m) {
+  if (m.layer >= 0) return m.path.substr(c.layer_prefix(m.layer).size());
+  const auto dot = m.path.rfind('.');
+  return dot == std::string::npos ? m.path : m.path.substr(dot + 1);
+}
+
+std::string format_label(const PlannedModule& m) {
+  if (m.kind == ModuleKind::kDense || m.kind == ModuleKind::kEmbedding) {
+    std::string dtypes;
+    for (const auto& t : m.tensors) {
+      const std::string d(dtype_name(t.dtype));
+      if (dtypes.find(d) == std::string::npos) dtypes += (dtypes.empty() ? "" : "+") + d;
+    }
+    return "dense " + dtypes;
+  }
+  return m.format.name();
+}
+
+void print_layer_plan(const ModelConfig& c) {
+  std::string plan;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) plan += c.is_full_attention(l) ? 'F' : 'L';
+  std::string full;
+  for (int64_t l : c.full_attention_layers()) full += (full.empty() ? "" : ",") + std::to_string(l);
+  std::printf("layer plan: %lld layers, %lld linear_attention (L) + %lld full_attention (F)\n  %s\n"
+              "  full attention at layers {%s}\n",
+              static_cast<long long>(c.num_hidden_layers), static_cast<long long>(c.num_linear_attention_layers()),
+              static_cast<long long>(c.num_full_attention_layers()), plan.c_str(), full.c_str());
+}
+
+void print_modules(const ModelConfig& c, const TensorPlan& plan) {
+  struct Row {
+    int count = 0;
+    uint64_t bytes = 0;
+    uint64_t active = 0;
+  };
+  // Keyed by (class, format) so that a class split across formats shows both lines.
+  std::map<std::pair<std::string, std::string>, Row> rows;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const auto& m : plan.modules) {
+    auto key = std::make_pair(module_class(c, m), format_label(m));
+    if (!rows.count(key)) order.push_back(key);
+    auto& r = rows[key];
+    r.count += 1;
+    r.bytes += m.byte_size();
+    r.active += static_cast<uint64_t>(static_cast<double>(m.byte_size()) * m.active_fraction + 0.5);
+  }
+  std::printf("modules (format of each, bytes on disk, bytes read per decoded token):\n");
+  std::printf("  %-36s %5s  %-22s %14s %14s\n", "module", "count", "format", "bytes", "active/token");
+  for (const auto& key : order) {
+    const auto& r = rows[key];
+    std::printf("  %-36s %5d  %-22s %14s %14s\n", key.first.c_str(), r.count, key.second.c_str(),
+                human_bytes(r.bytes).c_str(), human_bytes(r.active).c_str());
+  }
+}
+
+void run_inspect(const std::string& model, const std::string& revision) {
+  LoadOptions opts;
+  opts.revision = revision;
+  const LoadedCheckpoint ck = LoadedCheckpoint::open(model, opts);
+  const ModelConfig& c = ck.config();
+  std::printf("model: %s\n", ck.directory().c_str());
+  std::printf("architecture: %s (model_type %s, text %s, layout %s)\n", c.architecture.c_str(), c.model_type.c_str(),
+              c.text_model_type.c_str(), std::string(model_layout_name(c.layout)).c_str());
+  std::printf("%s\n", c.describe().c_str());
+  print_layer_plan(c);
+  std::printf("quantization: %s\n", ck.quant_config().describe().c_str());
+  std::printf("experts stored: %s\n", ck.expert_storage() == ExpertStorage::kFused ? "fused 3-D" : "per expert");
+  print_modules(c, ck.plan());
+  const auto& plan = ck.plan();
+  std::printf("weight bytes: %llu (%s) in %zu files of %s; %zu tensors not used by the text model (MTP, vision)\n",
+              static_cast<unsigned long long>(plan.total_bytes()), human_bytes(plan.total_bytes()).c_str(),
+              ck.files().files().size(), human_bytes(ck.file_bytes()).c_str(), ck.known_unused_tensors());
+  const uint64_t kv16 = kv_cache_bytes_per_token(c, 2), kv8 = kv_cache_bytes_per_token(c, 1);
+  std::printf("KV bytes per token: bf16 %llu, fp8 %llu (%lld full-attention layers x K,V x %lld kv heads x %lld dims)\n",
+              static_cast<unsigned long long>(kv16), static_cast<unsigned long long>(kv8),
+              static_cast<long long>(c.num_full_attention_layers()), static_cast<long long>(c.num_key_value_heads),
+              static_cast<long long>(c.head_dim));
+  const uint64_t gdn = gdn_state_bytes_per_sequence(c);
+  std::printf("GDN state bytes per sequence: %llu (%.2f MiB: %lld layers x (fp32 %lldx%lldx%lld + conv bf16 %lldx%lld))\n",
+              static_cast<unsigned long long>(gdn), static_cast<double>(gdn) / (1 << 20),
+              static_cast<long long>(c.num_linear_attention_layers()), static_cast<long long>(c.linear_num_value_heads),
+              static_cast<long long>(c.linear_key_head_dim), static_cast<long long>(c.linear_value_head_dim),
+              static_cast<long long>(c.linear_conv_dim()), static_cast<long long>(c.linear_conv_kernel_dim - 1));
+  std::printf("active bytes per token: %llu\n", static_cast<unsigned long long>(plan.active_bytes_per_token()));
+}
+
+}  // namespace
+
+void register_inspect(CLI::App& app) {
+  auto* cmd = app.add_subcommand("inspect", "describe a checkpoint: layers, formats, bytes, KV and state sizes");
+  auto model = std::make_shared<std::string>();
+  auto revision = std::make_shared<std::string>("main");
+  cmd->add_option("MODEL", *model, "model directory or Hugging Face id in the local cache")->required();
+  cmd->add_option("--revision", *revision, "revision of a cached Hugging Face model");
+  cmd->callback([model, revision] { run_inspect(*model, *revision); });
+}
+
+}  // namespace fp4serve::tools

@@ -1,0 +1,197 @@
+#include "kernels/linear.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace fp4serve::kernels {
+namespace {
+
+using test::isas;
+using test::same_bits;
+
+// Storage for one random weight in a given format, plus its view.
+struct RandomWeight {
+  std::vector<uint16_t> u16;
+  std::vector<uint8_t> u8, u8b;
+  std::vector<int32_t> i32;
+  std::vector<float> f32;
+  Int4Packed int4;
+  WeightView view;
+};
+
+RandomWeight make_weight(WeightFormat f, int64_t n, int64_t k, uint32_t seed) {
+  RandomWeight r;
+  switch (f) {
+    case WeightFormat::kBf16:
+      r.u16 = test::to_bf16(test::random_f32(n * k, seed, 0.1f));
+      r.view = bf16_weight(r.u16.data(), n, k);
+      break;
+    case WeightFormat::kFp8Tensor:
+      r.u8 = test::random_e4m3(n * k, seed);
+      r.view = fp8_tensor_weight(r.u8.data(), 0.0123f, n, k);
+      break;
+    case WeightFormat::kFp8Block: {
+      r.u8 = test::random_e4m3(n * k, seed);
+      const int64_t sn = (n + 127) / 128, sk = (k + 127) / 128;
+      r.f32 = test::random_f32(sn * sk, seed + 1, 0.01f);
+      for (auto& s : r.f32) s = std::fabs(s) + 1e-4f;
+      r.view = fp8_block_weight(r.u8.data(), r.f32.data(), false, n, k);
+      break;
+    }
+    case WeightFormat::kNvfp4:
+      r.u8 = test::random_bytes(n * k / 2, seed);
+      r.u8b = test::random_bytes(n * k / 16, seed + 1, 0x01, 0x5F);  // positive finite e4m3 scales
+      r.view = nvfp4_weight(r.u8.data(), r.u8b.data(), 3.1e-4f, n, k);
+      break;
+    case WeightFormat::kInt4Gptq:
+    case WeightFormat::kInt4Packed: {
+      auto bytes = test::random_bytes(k / 8 * n * 4, seed);
+      r.i32.resize(k / 8 * n);
+      std::memcpy(r.i32.data(), bytes.data(), bytes.size());
+      auto s = test::random_f32(k / 128 * n, seed + 1, 0.02f);
+      r.u16.resize(s.size());
+      for (size_t i = 0; i < s.size(); ++i) r.u16[i] = f32_to_f16(std::fabs(s[i]) + 1e-3f);
+      r.view = int4_gptq_weight(r.i32.data(), r.u16.data(), n, k, 128);
+      if (f == WeightFormat::kInt4Packed) {
+        r.int4 = int4_repack(r.view);
+        r.view = r.int4.view();
+      }
+      break;
+    }
+  }
+  return r;
+}
+
+struct Shape {
+  int64_t m, n, k;
+};
+
+const WeightFormat kFormats[] = {WeightFormat::kBf16,  WeightFormat::kFp8Tensor, WeightFormat::kFp8Block,
+                                 WeightFormat::kNvfp4, WeightFormat::kInt4Gptq,  WeightFormat::kInt4Packed};
+
+bool fits(WeightFormat f, int64_t k) {
+  if (f == WeightFormat::kNvfp4) return k % 16 == 0;
+  if (f == WeightFormat::kInt4Gptq || f == WeightFormat::kInt4Packed) return k % 128 == 0;
+  return true;
+}
+
+TEST(Linear, EveryPathMatchesScalarBitForBitAndDoubleWithinTolerance) {
+  const Shape shapes[] = {{1, 37, 256}, {2, 16, 128}, {3, 9, 48}, {5, 20, 272}, {17, 33, 384}, {64, 24, 512},
+                          {1, 130, 2048}, {4, 8, 1000}};
+  uint32_t seed = 1;
+  for (WeightFormat f : kFormats) {
+    for (const Shape& s : shapes) {
+      if (!fits(f, s.k)) continue;
+      SCOPED_TRACE(std::string(weight_format_name(f)) + " M=" + std::to_string(s.m) + " N=" +
+                   std::to_string(s.n) + " K=" + std::to_string(s.k));
+      RandomWeight w = make_weight(f, s.n, s.k, ++seed);
+      const auto x = test::random_bf16_values(s.m * s.k, ++seed);
+      std::vector<float> ref(s.m * s.n);
+      linear(x.data(), s.m, w.view, ref.data(), Isa::kScalar);
+      // Double-precision formula on the dequantized matrix.
+      const std::vector<float> dense = dequantize_full(w.view);
+      for (int64_t m = 0; m < s.m; ++m) {
+        for (int64_t n = 0; n < s.n; ++n) {
+          double sum = 0, mag = 0;
+          for (int64_t k = 0; k < s.k; ++k) {
+            sum += static_cast<double>(x[m * s.k + k]) * dense[n * s.k + k];
+            mag += std::fabs(static_cast<double>(x[m * s.k + k]) * dense[n * s.k + k]);
+          }
+          ASSERT_NEAR(ref[m * s.n + n], sum, 2e-6 * mag + 1e-30) << "m=" << m << " n=" << n;
+        }
+      }
+      for (Isa isa : isas()) {
+        std::vector<float> y(s.m * s.n, -1.0f);
+        linear(x.data(), s.m, w.view, y.data(), isa);
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_TRUE(same_bits(y[i], ref[i])) << cpu::isa_name(isa) << " i=" << i << " " << y[i] << " vs " << ref[i];
+      }
+    }
+  }
+}
+
+TEST(Linear, RowResultIndependentOfBatchSizeAndThreads) {
+  const int64_t N = 70, K = 512;
+  for (WeightFormat f : kFormats) {
+    RandomWeight w = make_weight(f, N, K, 77);
+    const auto x = test::random_bf16_values(64 * K, 78);
+    for (Isa isa : isas()) {
+      SCOPED_TRACE(std::string(weight_format_name(f)) + " " + std::string(cpu::isa_name(isa)));
+      std::vector<float> batch(64 * N);
+      cpu::set_num_threads(2);
+      linear(x.data(), 64, w.view, batch.data(), isa);
+      cpu::set_num_threads(1);
+      std::vector<float> one_thread(64 * N);
+      linear(x.data(), 64, w.view, one_thread.data(), isa);
+      cpu::set_num_threads(0);
+      for (size_t i = 0; i < batch.size(); ++i) ASSERT_TRUE(same_bits(batch[i], one_thread[i]));
+      for (int64_t m : {0, 5, 63}) {
+        for (int64_t mm : {1, 3, 7}) {  // row m alone and inside batches of other sizes
+          if (m + mm > 64) continue;
+          std::vector<float> y(mm * N);
+          linear(x.data() + m * K, mm, w.view, y.data(), isa);
+          for (int64_t n = 0; n < N; ++n) ASSERT_TRUE(same_bits(y[n], batch[m * N + n]));
+        }
+      }
+    }
+  }
+}
+
+TEST(Linear, BatchOfJobsEqualsSeparateCalls) {
+  RandomWeight a = make_weight(WeightFormat::kNvfp4, 40, 256, 5);
+  RandomWeight b = make_weight(WeightFormat::kBf16, 24, 128, 6);
+  const auto xa = test::random_bf16_values(3 * 256, 7);
+  const auto xb = test::random_bf16_values(2 * 128, 8);
+  std::vector<float> ya(3 * 40), yb(2 * 24), ra(3 * 40), rb(2 * 24);
+  linear_batch({{xa.data(), 3, 256, a.view, ya.data(), 40}, {xb.data(), 2, 128, b.view, yb.data(), 24}});
+  linear(xa.data(), 3, a.view, ra.data());
+  linear(xb.data(), 2, b.view, rb.data());
+  for (size_t i = 0; i < ya.size(); ++i) ASSERT_TRUE(same_bits(ya[i], ra[i]));
+  for (size_t i = 0; i < yb.size(); ++i) ASSERT_TRUE(same_bits(yb[i], rb[i]));
+}
+
+TEST(Linear, Int4RepackKeepsValues) {
+  RandomWeight g = make_weight(WeightFormat::kInt4Gptq, 12, 256, 9);
+  Int4Packed p = int4_repack(g.view);
+  EXPECT_EQ(dequantize_full(g.view), dequantize_full(p.view()));
+}
+
+TEST(Linear, Nvfp4DequantMatchesSpecFormula) {
+  // quant-formats.md 1.2/1.3: element 2j in the low nibble of byte j; W = e2m1 * e4m3 * scale_2.
+  const uint8_t packed[8] = {0x21, 0xF7, 0x00, 0x00, 0x00, 0x00, 0x00, 0x9A};
+  const uint8_t scales[1] = {0x38};  // e4m3 1.0
+  WeightView w = nvfp4_weight(packed, scales, 0.5f, 1, 16);
+  auto d = dequantize_full(w);
+  EXPECT_EQ(d[0], 0.5f * 0.5f);   // nibble 1 = 0.5
+  EXPECT_EQ(d[1], 1.0f * 0.5f);   // nibble 2 = 1
+  EXPECT_EQ(d[2], 6.0f * 0.5f);   // nibble 7 = 6
+  EXPECT_EQ(d[3], -6.0f * 0.5f);  // nibble F = -6
+  EXPECT_EQ(d[14], -1.0f * 0.5f); // nibble A = -1
+  EXPECT_EQ(d[15], -0.5f * 0.5f); // nibble 9 = -0.5
+}
+
+TEST(Linear, SliceRowsSelectsTheSameRows) {
+  RandomWeight w = make_weight(WeightFormat::kInt4Gptq, 16, 128, 11);
+  auto full = dequantize_full(w.view);
+  auto part = dequantize_full(slice_rows(w.view, 4, 8));
+  for (int64_t r = 0; r < 8; ++r)
+    for (int64_t k = 0; k < 128; ++k) ASSERT_EQ(part[r * 128 + k], full[(r + 4) * 128 + k]);
+  EXPECT_THROW(slice_rows(w.view, 10, 8), WeightLayoutError);
+}
+
+TEST(Linear, BadShapesAreRejectedWithTheTensorNamed) {
+  uint8_t b[8] = {};
+  try {
+    nvfp4_weight(b, b, 1.0f, 1, 15, "layers.0.mlp.experts.3.up_proj");
+    FAIL();
+  } catch (const WeightLayoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("experts.3.up_proj"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace fp4serve::kernels
