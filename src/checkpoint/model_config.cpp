@@ -114,8 +114,6 @@ void validate(const JsonField& text, const ModelConfig& c) {
   if (static_cast<int64_t>(c.layer_types.size()) != c.num_hidden_layers)
     fail(p + "layer_types: has " + std::to_string(c.layer_types.size()) + " entries but num_hidden_layers is " +
          std::to_string(c.num_hidden_layers));
-  if (c.num_full_attention_layers() == 0)
-    fail(p + "layer_types: no full_attention layer (a hybrid model needs at least one)");
 
   const int64_t rd = c.rotary_dim();
   if (rd <= 0 || rd % 2 != 0 || rd > c.head_dim)
@@ -134,14 +132,8 @@ void validate(const JsonField& text, const ModelConfig& c) {
          " leaves dense MLP layers, which are not supported (must be 1)");
   if (c.mtp_num_hidden_layers < 0) fail(p + "mtp_num_hidden_layers: must not be negative");
 
-  // Special token ids index the embedding and lm_head rows.
-  auto check_id = [&](const char* key, int64_t id) {
-    if (id < 0 || id >= c.vocab_size)
-      fail(p + key + ": " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
-  };
-  if (c.bos_token_id) check_id("bos_token_id", *c.bos_token_id);
-  if (c.pad_token_id) check_id("pad_token_id", *c.pad_token_id);
-  for (int64_t id : c.eos_token_ids) check_id("eos_token_id", id);
+  // Token ids are not checked against vocab_size: tiny test checkpoints (synth, HF's tiny-random
+  // models) keep the real ids with a small vocabulary, and transformers accepts that.
 }
 
 }  // namespace

@@ -129,12 +129,12 @@ std::string ByteProgress::format_line(std::string_view label, uint64_t done, uin
                                       bool with_bar, int bar_width) {
   const double fraction = total > 0 ? std::min(1.0, static_cast<double>(done) / static_cast<double>(total)) : 1.0;
   const double rate = seconds > 0 ? gigabytes(done) / seconds : 0.0;
-  std::string eta = "?";
-  if (done >= total) {
-    eta = "0s";
-  } else if (rate > 0) {
-    eta = format_duration(gigabytes(total - done) / rate);
-  }
+  // A job whose first part writes few bytes (synth computes scales before it writes the values)
+  // would show absurd estimates; beyond a day the honest answer is "unknown".
+  const double seconds_left = rate > 0 ? gigabytes(total - std::min(done, total)) / rate : -1.0;
+  const std::string eta = done >= total                               ? std::string("0s")
+                          : (seconds_left < 0 || seconds_left >= 86400.0) ? std::string("?")
+                                                                          : format_duration(seconds_left);
   std::string out(label);
   char buf[128];
   if (with_bar) {

@@ -513,6 +513,15 @@ QuantConfig QuantConfig::parse(std::string_view config_json, std::optional<std::
     r.file = config_file;
     r.source = config_file + ": " + section->path();
     parse_section(*section, r);
+    // The published NVFP4 release's config.json carries no kv_cache_scheme; its FP8 KV cache is
+    // declared only in hf_quant_config.json (kv_cache_quant_algo), so read it from there too.
+    if (r.kv == KvCacheQuant::kNone && hf_quant_config_json) {
+      const CheckpointJson hf = parse_json_text(*hf_quant_config_json, hf_quant_file);
+      const JsonField hroot(hf, hf_quant_file, "");
+      if (auto q = hroot.find("quantization"); q && q->is_object()) {
+        if (auto f = q->find("kv_cache_quant_algo")) r.kv = parse_kv_algo(*f);
+      }
+    }
     return out;
   }
   if (hf_quant_config_json) {
@@ -579,7 +588,9 @@ std::string QuantConfig::describe() const {
     o << "quantization: none (unquantized checkpoint)\n";
     return o.str();
   }
-  o << "quantization: " << quant_method_name(r.method) << " " << r.algo << " (from " << r.source << ")\n";
+  o << "quantization: " << quant_method_name(r.method);
+  if (upper(std::string(quant_method_name(r.method))) != r.algo) o << " " << r.algo;
+  o << " (from " << r.source << ")\n";
   o << "  kv cache: " << (r.kv == KvCacheQuant::kFP8 ? "fp8_e4m3" : "not quantized by the checkpoint") << "\n";
   if (r.mixed) {
     std::map<std::string, int> counts;

@@ -17,6 +17,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "tensor/dtype.h"
@@ -64,6 +65,7 @@ class SafetensorsWriter {
   void write_file(const std::filesystem::path& file, std::vector<const Spec*> tensors) const;
 
   std::vector<Spec> specs_;  // registration order
+  std::unordered_set<std::string> names_;
   std::map<std::string, std::string> metadata_;
 };
 

@@ -56,7 +56,8 @@ void touch_pages(const ShardedCheckpoint& files, const TensorPlan& plan, bool sh
   uint64_t total = 0;
   for (const auto* t : plan.all_tensors())
     if (auto e = files.find(t->name); e.info) total += e.info->byte_size;
-  ByteProgress progress("loading weights", total, show_progress);
+  // A bar for a checkpoint that loads in a blink is noise; show it from 256 MB up.
+  ByteProgress progress("loading weights", total, show_progress && total >= (uint64_t{256} << 20));
   volatile unsigned char sink = 0;
   for (const auto* t : plan.all_tensors()) {
     auto e = files.find(t->name);

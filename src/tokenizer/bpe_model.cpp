@@ -41,9 +41,11 @@ BpeModel::BpeModel(const std::vector<std::pair<std::string, std::int32_t>>& voca
       throw TokenizerError(what + ": model.vocab gives id " + std::to_string(entry.second) + " to two tokens");
     id_to_token_[entry.second] = &entry.first;
   }
-  std::string bytes;
-  for (const auto& [token, id] : token_to_id_)
-    if (byte_level::decode(token, bytes)) bytes_to_id_.emplace(bytes, id);
+  if (options_.ignore_merges) {  // only then are whole words looked up by their bytes
+    std::string bytes;
+    for (const auto& [token, id] : token_to_id_)
+      if (byte_level::decode(token, bytes)) bytes_to_id_.emplace(bytes, id);
+  }
   for (int b = 0; b < 256; ++b) {
     const auto it = token_to_id_.find(byte_level::char_for_byte(static_cast<unsigned char>(b)));
     if (it == token_to_id_.end())

@@ -118,8 +118,12 @@ void run_generate(const GenerateOptions& o) {
   const auto t1 = clock::now();
   int generated = 0;
   std::string finish = "length";
+  // The lm_head is padded past the tokenizer's ids (Qwen3.6: 248,320 rows for 248,077 ids); the
+  // padding rows are not tokens and must never be picked.
+  const int64_t valid_vocab =
+      tok ? std::min<int64_t>(m.vocab_size(), static_cast<int64_t>(tok->vocab_size())) : m.vocab_size();
   for (int i = 0; i < o.max_tokens; ++i) {
-    const int32_t next = pick(logits.data(), m.vocab_size(), o.temperature, rng);
+    const int32_t next = pick(logits.data(), valid_vocab, o.temperature, rng);
     ++generated;
     if (detok) {
       std::fputs(detok->step(next).c_str(), stdout);

@@ -90,7 +90,7 @@ void run_inspect(const std::string& model, const std::string& revision) {
               c.text_model_type.c_str(), std::string(model_layout_name(c.layout)).c_str());
   std::printf("%s\n", c.describe().c_str());
   print_layer_plan(c);
-  std::printf("quantization: %s\n", ck.quant_config().describe().c_str());
+  std::printf("%s\n", ck.quant_config().describe().c_str());
   std::printf("experts stored: %s\n", ck.expert_storage() == ExpertStorage::kFused ? "fused 3-D" : "per expert");
   print_modules(c, ck.plan());
   const auto& plan = ck.plan();

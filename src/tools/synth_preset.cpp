@@ -20,6 +20,7 @@ SynthDims SynthDims::tiny() {
   d.num_experts_per_tok = 2;
   d.moe_intermediate_size = 128;  // down_proj in = 128
   d.shared_expert_intermediate_size = 128;
+  d.special_token_base = 490;  // every special id inside the 512-token vocabulary
   return d;
 }
 
@@ -43,14 +44,15 @@ std::vector<std::string> layer_types(int64_t num_layers, int64_t interval) {
 
 nlohmann::json config_json(const SynthDims& d, const nlohmann::json& quantization_config) {
   using nlohmann::json;
+  const int64_t tok = d.special_token_base;
   // text_config of Qwen/Qwen3.6-35B-A3B (model-arch.md §1), with the shape fields from `d`.
   json text = {
       {"attention_bias", false},
       {"attention_dropout", 0.0},
       {"attn_output_gate", true},
-      {"bos_token_id", 248044},
+      {"bos_token_id", tok},
       {"dtype", "bfloat16"},
-      {"eos_token_id", 248044},
+      {"eos_token_id", tok},
       {"full_attention_interval", d.full_attention_interval},
       {"head_dim", d.head_dim},
       {"hidden_act", "silu"},
@@ -106,26 +108,27 @@ nlohmann::json config_json(const SynthDims& d, const nlohmann::json& quantizatio
   };
   json config = {
       {"architectures", {"Qwen3_5MoeForConditionalGeneration"}},
-      {"image_token_id", 248056},
+      {"image_token_id", tok + 12},
       {"model_type", "qwen3_5_moe"},
       {"text_config", text},
       {"tie_word_embeddings", false},
       {"transformers_version", "4.57.1"},
-      {"video_token_id", 248057},
+      {"video_token_id", tok + 13},
       {"vision_config", vision},
-      {"vision_end_token_id", 248054},
-      {"vision_start_token_id", 248053},
+      {"vision_end_token_id", tok + 10},
+      {"vision_start_token_id", tok + 9},
   };
   if (!quantization_config.is_null()) config["quantization_config"] = quantization_config;
   return config;
 }
 
-nlohmann::json generation_config_json() {
+nlohmann::json generation_config_json(const SynthDims& d) {
+  const int64_t tok = d.special_token_base;
   return {
-      {"bos_token_id", 248044},
+      {"bos_token_id", tok},
       {"do_sample", true},
-      {"eos_token_id", {248046, 248044}},
-      {"pad_token_id", 248044},
+      {"eos_token_id", {tok + 2, tok}},
+      {"pad_token_id", tok},
       {"temperature", 1.0},
       {"top_k", 20},
       {"top_p", 0.95},

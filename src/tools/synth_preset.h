@@ -32,6 +32,9 @@ struct SynthDims {
   int64_t moe_intermediate_size = 512;
   int64_t shared_expert_intermediate_size = 512;
   int64_t full_attention_interval = 4;
+  // The special token ids are fixed offsets from this one (<|endoftext|> = 248044 in Qwen3.6:
+  // bos/eos 248044, <|im_end|> 248046, vision 248053/248054, image 248056, video 248057).
+  int64_t special_token_base = 248044;
 
   // Qwen/Qwen3.6-35B-A3B.
   static SynthDims qwen36_35b_a3b() { return {}; }
@@ -52,7 +55,7 @@ std::vector<std::string> layer_types(int64_t num_layers, int64_t full_attention_
 // config.json as a JSON object; `quantization_config` (if not null) is added at the top level, where
 // transformers, ModelOpt, Qwen's FP8 export and AutoRound all put it.
 nlohmann::json config_json(const SynthDims& dims, const nlohmann::json& quantization_config = nullptr);
-nlohmann::json generation_config_json();
+nlohmann::json generation_config_json(const SynthDims& dims);
 
 // The text of a JSON file as transformers writes it: indent 2, sorted keys, trailing newline.
 std::string hf_json_text(const nlohmann::json& j);

@@ -433,7 +433,7 @@ SynthPlan plan_synth(const SynthOptions& options) {
   const QuantFiles quant = quant_files_for(options.format, make_tensor_plan(bare, resolver, storage));
   SynthPlan sp;
   sp.config_text = hf_json_text(config_json(options.dims, quant.config_section));
-  sp.extra_files.push_back({"generation_config.json", hf_json_text(generation_config_json())});
+  sp.extra_files.push_back({"generation_config.json", hf_json_text(generation_config_json(options.dims))});
   for (const auto& f : quant.extra_files) sp.extra_files.push_back(f);
   // What we plan from is the config we wrote, parsed back the way the loader will parse it.
   sp.plan = make_tensor_plan(ModelConfig::parse(sp.config_text), resolver, storage);

@@ -22,11 +22,12 @@
 
 namespace fp4serve::kernels::cpu {
 
-inline constexpr int kLinearScratchRows = 5;  // one dequantized weight row + up to 4 x rows
+// Scratch of a linear call: one dequantized weight row plus M re-ordered activation rows.
+inline int64_t linear_scratch_floats(int64_t M, int64_t K) { return (1 + M) * ((K + 31) / 32 * 32); }
 
 struct KernelTable {
   // y[m*ldy + n] = tensor_scale * dot(x[m*ldx ...], W(n, :)) for m < M, n0 <= n < n1.
-  // scratch: at least kLinearScratchRows * round_up(K, 32) floats, private to the calling thread.
+  // scratch: at least linear_scratch_floats(M, K) floats, private to the calling thread.
   void (*linear)(const float* x, int64_t M, int64_t ldx, const WeightView& w, int64_t n0, int64_t n1, float* y,
                  int64_t ldy, float* scratch);
   // Canonical dot of two fp32 vectors.

@@ -7,6 +7,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/cpu/dequant_scalar.h"
 #include "kernels/cpu/kernel_table.h"
 #include "tensor/float_formats.h"
@@ -200,91 +202,69 @@ inline void deinterleave_x(const float* x, int64_t K, float* xd) {
   }
 }
 
-// MT activation rows x NT weight rows per call. NT > 1 adds independent FMA chains without
-// touching any row's summation order, but measured slower on Zen 4 (the loop is permute/uop
-// bound, not FMA-latency bound), so the dispatch below uses NT = 1; kept for other cores.
-template <int MT, int NT>
+// MT activation rows (up to 8) against one weight row; each 32-chunk of weights is dequantized
+// once in registers and used by all MT rows.
+template <int MT>
 inline void tile_nvfp4(const float* xd, int64_t ldxd, const WeightView& w, int64_t n, float* y, int64_t ldy) {
   const int64_t K = w.k;
   const int64_t kfull = K & ~int64_t{31};
-  const uint8_t* p[NT];
-  const uint8_t* sc[NT];
-  for (int r = 0; r < NT; ++r) {
-    p[r] = static_cast<const uint8_t*>(w.data) + (n + r) * (w.ld / 2);
-    sc[r] = static_cast<const uint8_t*>(w.scales) + (n + r) * w.scale_ld;
-  }
+  const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * (w.ld / 2);
+  const uint8_t* sc = static_cast<const uint8_t*>(w.scales) + n * w.scale_ld;
   const float* lut = nvfp4_product_lut();
   const __m512i sel = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 16, 16, 16, 16, 16, 16, 16, 16);
   const __m512i low4 = _mm512_set1_epi32(0x0F);
-  __m512 acc0[NT][MT], acc1[NT][MT];
-  for (int r = 0; r < NT; ++r)
-    for (int j = 0; j < MT; ++j) acc0[r][j] = acc1[r][j] = _mm512_setzero_ps();
+  __m512 acc0[MT], acc1[MT];
+  for (int j = 0; j < MT; ++j) acc0[j] = acc1[j] = _mm512_setzero_ps();
   for (int64_t k0 = 0; k0 < kfull; k0 += 32) {
-    __m512 x0[MT], x1[MT];
+    const __m512i zx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + k0 / 2)));
+    const __m512 lut0 = _mm512_load_ps(lut + 16 * sc[k0 / 16]);
+    const __m512 lut1 = _mm512_load_ps(lut + 16 * sc[k0 / 16 + 1]);
+    const __m512i ie = _mm512_ternarylogic_epi32(zx, low4, sel, 0xEA);  // (zx & low4) | sel
+    const __m512i io = _mm512_or_si512(_mm512_srli_epi32(zx, 4), sel);
+    const __m512 we = _mm512_permutex2var_ps(lut0, ie, lut1);
+    const __m512 wo = _mm512_permutex2var_ps(lut0, io, lut1);
     for (int j = 0; j < MT; ++j) {
-      x0[j] = _mm512_loadu_ps(xd + j * ldxd + k0);
-      x1[j] = _mm512_loadu_ps(xd + j * ldxd + k0 + 16);
-    }
-    for (int r = 0; r < NT; ++r) {
-      const __m512i zx = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p[r] + k0 / 2)));
-      const __m512 lut0 = _mm512_load_ps(lut + 16 * sc[r][k0 / 16]);
-      const __m512 lut1 = _mm512_load_ps(lut + 16 * sc[r][k0 / 16 + 1]);
-      const __m512i ie = _mm512_ternarylogic_epi32(zx, low4, sel, 0xEA);  // (zx & low4) | sel
-      const __m512i io = _mm512_or_si512(_mm512_srli_epi32(zx, 4), sel);
-      const __m512 we = _mm512_permutex2var_ps(lut0, ie, lut1);
-      const __m512 wo = _mm512_permutex2var_ps(lut0, io, lut1);
-      for (int j = 0; j < MT; ++j) {
-        acc0[r][j] = _mm512_fmadd_ps(x0[j], we, acc0[r][j]);
-        acc1[r][j] = _mm512_fmadd_ps(x1[j], wo, acc1[r][j]);
-      }
+      acc0[j] = _mm512_fmadd_ps(_mm512_loadu_ps(xd + j * ldxd + k0), we, acc0[j]);
+      acc1[j] = _mm512_fmadd_ps(_mm512_loadu_ps(xd + j * ldxd + k0 + 16), wo, acc1[j]);
     }
   }
   if (kfull < K) {  // K % 32 == 16: one half chunk, de-interleaved by hand, zeros beyond K
-    for (int r = 0; r < NT; ++r) {
-      alignas(64) float wb[32], wd[32];
-      dequant_chunk32(w, n + r, kfull, wb);
-      for (int i = 0; i < 16; ++i) {
-        wd[i] = wb[2 * i];
-        wd[16 + i] = wb[2 * i + 1];
-      }
-      const __m512 we = _mm512_load_ps(wd), wo = _mm512_load_ps(wd + 16);
-      for (int j = 0; j < MT; ++j) {
-        acc0[r][j] = _mm512_fmadd_ps(_mm512_loadu_ps(xd + j * ldxd + kfull), we, acc0[r][j]);
-        acc1[r][j] = _mm512_fmadd_ps(_mm512_loadu_ps(xd + j * ldxd + kfull + 16), wo, acc1[r][j]);
-      }
+    alignas(64) float wb[32], wd[32];
+    dequant_chunk32(w, n, kfull, wb);
+    for (int i = 0; i < 16; ++i) {
+      wd[i] = wb[2 * i];
+      wd[16 + i] = wb[2 * i + 1];
+    }
+    const __m512 we = _mm512_load_ps(wd), wo = _mm512_load_ps(wd + 16);
+    for (int j = 0; j < MT; ++j) {
+      acc0[j] = _mm512_fmadd_ps(_mm512_loadu_ps(xd + j * ldxd + kfull), we, acc0[j]);
+      acc1[j] = _mm512_fmadd_ps(_mm512_loadu_ps(xd + j * ldxd + kfull + 16), wo, acc1[j]);
     }
   }
-  for (int r = 0; r < NT; ++r)
-    for (int j = 0; j < MT; ++j)
-      y[j * ldy + n + r] = reduce32_deinterleaved(acc0[r][j], acc1[r][j]) * w.tensor_scale;
+  for (int j = 0; j < MT; ++j) y[j * ldy + n] = reduce32_deinterleaved(acc0[j], acc1[j]) * w.tensor_scale;
 }
 
-template <int MT, int NT>
-inline void rows_nvfp4(const float* xd, int64_t kpad, const WeightView& w, int64_t n0, int64_t n1, float* y,
-                       int64_t ldy) {
-  int64_t n = n0;
-  for (; n + NT <= n1; n += NT) tile_nvfp4<MT, NT>(xd, kpad, w, n, y, ldy);
-  for (; n < n1; ++n) tile_nvfp4<MT, 1>(xd, kpad, w, n, y, ldy);
-}
-
-void nvfp4_small_m(const float* x, int64_t M, int64_t ldx, const WeightView& w, int64_t n0, int64_t n1, float* y,
-                   int64_t ldy, float* scratch) {
+// x de-interleaved once per call into scratch rows 1..M, then groups of up to 8 rows.
+void nvfp4_rows(const float* x, int64_t M, int64_t ldx, const WeightView& w, int64_t n0, int64_t n1, float* y,
+                int64_t ldy, float* scratch) {
   const int64_t kpad = (w.k + 31) & ~int64_t{31};
-  float* xd = scratch + kpad;  // scratch row 0 is the weight row of the general path
+  float* xd = scratch + kpad;
   for (int64_t m = 0; m < M; ++m) deinterleave_x(x + m * ldx, w.k, xd + m * kpad);
-  switch (M) {
-    case 4:
-      rows_nvfp4<4, 1>(xd, kpad, w, n0, n1, y, ldy);
-      break;
-    case 3:
-      rows_nvfp4<3, 1>(xd, kpad, w, n0, n1, y, ldy);
-      break;
-    case 2:
-      rows_nvfp4<2, 1>(xd, kpad, w, n0, n1, y, ldy);
-      break;
-    default:
-      rows_nvfp4<1, 1>(xd, kpad, w, n0, n1, y, ldy);
-      break;
+  for (int64_t n = n0; n < n1; ++n) {
+    for (int64_t m0 = 0; m0 < M; m0 += 8) {
+      const float* xg = xd + m0 * kpad;
+      float* yg = y + m0 * ldy;
+      switch (std::min<int64_t>(8, M - m0)) {
+        case 8: tile_nvfp4<8>(xg, kpad, w, n, yg, ldy); break;
+        case 7: tile_nvfp4<7>(xg, kpad, w, n, yg, ldy); break;
+        case 6: tile_nvfp4<6>(xg, kpad, w, n, yg, ldy); break;
+        case 5: tile_nvfp4<5>(xg, kpad, w, n, yg, ldy); break;
+        case 4: tile_nvfp4<4>(xg, kpad, w, n, yg, ldy); break;
+        case 3: tile_nvfp4<3>(xg, kpad, w, n, yg, ldy); break;
+        case 2: tile_nvfp4<2>(xg, kpad, w, n, yg, ldy); break;
+        default: tile_nvfp4<1>(xg, kpad, w, n, yg, ldy); break;
+      }
+    }
   }
 }
 
@@ -292,8 +272,10 @@ void linear_avx512(const float* x, int64_t M, int64_t ldx, const WeightView& w, 
                    int64_t ldy, float* scratch) {
   const int64_t K = w.k;
   const int64_t kpad = (K + 31) & ~int64_t{31};
-  if (M >= 1 && M <= 4 && w.format == WeightFormat::kNvfp4) {
-    nvfp4_small_m(x, M, ldx, w, n0, n1, y, ldy, scratch);
+  // NVFP4 up to 8 rows: LUT dequant in registers shared by the rows. Larger M: dequantize each
+  // weight row once into scratch and reuse it (measured faster at M = 64 on Zen 4).
+  if (M >= 1 && M <= 8 && w.format == WeightFormat::kNvfp4) {
+    nvfp4_rows(x, M, ldx, w, n0, n1, y, ldy, scratch);
     return;
   }
   const bool fused = M <= 4 && vector_format(w);

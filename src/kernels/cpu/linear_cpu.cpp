@@ -12,9 +12,9 @@ namespace {
 // Rows per work item. Small enough to balance GEMVs with a few hundred rows over many cores.
 constexpr int64_t kRowBlock = 8;
 
-float* thread_scratch(int64_t k) {
+float* thread_scratch(int64_t M, int64_t k) {
   thread_local std::vector<float> buf;
-  const size_t need = static_cast<size_t>(cpu::kLinearScratchRows * ((k + 31) / 32 * 32));
+  const size_t need = static_cast<size_t>(cpu::linear_scratch_floats(M, k));
   if (buf.size() < need) buf.resize(need);
   return buf.data();
 }
@@ -41,13 +41,16 @@ void linear_batch(const std::vector<LinearJob>& jobs, Isa isa) {
   }
   const int64_t total = first_block.back();
   cpu::parallel_for(total, 1, [&](int64_t b0, int64_t b1) {
+    // One kernel call per run of consecutive blocks of the same job (per-call setup amortized).
     size_t j = 0;
-    for (int64_t b = b0; b < b1; ++b) {
+    for (int64_t b = b0; b < b1;) {
       while (first_block[j + 1] <= b) ++j;
       const LinearJob& job = jobs[j];
+      const int64_t bend = std::min(b1, first_block[j + 1]);
       const int64_t n0 = (b - first_block[j]) * kRowBlock;
-      const int64_t n1 = std::min(job.w.n, n0 + kRowBlock);
-      kt.linear(job.x, job.M, job.ldx, job.w, n0, n1, job.y, job.ldy, thread_scratch(job.w.k));
+      const int64_t n1 = std::min(job.w.n, (bend - first_block[j]) * kRowBlock);
+      kt.linear(job.x, job.M, job.ldx, job.w, n0, n1, job.y, job.ldy, thread_scratch(job.M, job.w.k));
+      b = bend;
     }
   });
 }

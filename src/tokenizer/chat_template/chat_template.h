@@ -27,6 +27,9 @@ class ChatTemplate {
  public:
   explicit ChatTemplate(std::string source, ChatTemplateLimits limits = {}) : tpl_(std::move(source), limits) {}
   std::string render(const nlohmann::ordered_json& context) const { return tpl_.render(context); }
+  // nlohmann::json would convert implicitly but with its keys sorted, so tool schemas would print
+  // in a different order than transformers prints them. Parse requests as ordered_json instead.
+  std::string render(const nlohmann::json& context) const = delete;
 
  private:
   jinja::Template tpl_;
@@ -49,5 +52,10 @@ nlohmann::ordered_json make_chat_template_context(const nlohmann::ordered_json& 
 // or limit errors, each naming line and column).
 std::string render_chat_template(const std::string& template_source, const nlohmann::ordered_json& context,
                                  const ChatTemplateLimits& limits = {});
+std::string render_chat_template(const std::string& template_source, const nlohmann::json& context,
+                                 const ChatTemplateLimits& limits = {}) = delete;  // key order: see ChatTemplate::render
+nlohmann::ordered_json make_chat_template_context(const nlohmann::json& messages, const nlohmann::json& tools,
+                                                  bool add_generation_prompt, const nlohmann::json& special_tokens,
+                                                  const nlohmann::json& template_kwargs) = delete;
 
 }  // namespace fp4serve

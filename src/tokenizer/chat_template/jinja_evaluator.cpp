@@ -92,7 +92,13 @@ class Evaluator {
       case Stmt::Kind::For: return exec_for(static_cast<const ForStmt&>(st), scope, out);
       case Stmt::Kind::Set: {
         const auto& s = static_cast<const SetStmt&>(st);
-        assign(s.target, eval(*s.value, scope), scope);
+        Value v = eval(*s.value, scope);
+        try {
+          assign(s.target, std::move(v), scope);  // storing into a namespace re-checks its nesting
+        } catch (const TemplateLimitError& err) {
+          if (err.pos().line == 0) throw TemplateLimitError(err.message(), st.pos);
+          throw;
+        }
         return Flow::Normal;
       }
       case Stmt::Kind::SetBlock: {
@@ -255,6 +261,18 @@ class Evaluator {
 
   Value eval(const Expr& e, const ScopePtr& scope) {
     const DepthGuard guard(*this, e.pos);
+    try {
+      return eval_node(e, scope);
+    } catch (const TemplateLimitError& err) {  // raised where no position was known (value nesting)
+      if (err.pos().line == 0) throw TemplateLimitError(err.message(), e.pos);
+      throw;
+    } catch (const TemplateRuntimeError& err) {
+      if (err.pos().line == 0) throw TemplateRuntimeError(err.message(), e.pos);
+      throw;
+    }
+  }
+
+  Value eval_node(const Expr& e, const ScopePtr& scope) {
     switch (e.kind) {
       case Expr::Kind::Const: return static_cast<const ConstExpr&>(e).value;
       case Expr::Kind::Name: {

@@ -1,7 +1,5 @@
 #include "tokenizer/chat_template/jinja_parser.h"
 
-#include "tokenizer/chat_template/jinja_builtins.h"
-
 #include <charconv>
 #include <cstdlib>
 #include <initializer_list>
@@ -598,14 +596,11 @@ class Parser {
   std::unique_ptr<FilterExpr> parse_filter_tail(ExprPtr arg) {
     auto f = std::make_unique<FilterExpr>(pos());
     f->arg = std::move(arg);
-    const SourcePos name_pos = pos();
     f->name = expect_name();
     while (is_op(".")) {
       next();
       f->name += "." + expect_name();
     }
-    // Like jinja2, unknown filters fail when the template is compiled, not when reached.
-    if (!has_filter(f->name)) throw TemplateSyntaxError("No filter named '" + f->name + "'.", name_pos);
     if (is_op("(")) f->args = parse_call_args();
     return f;
   }
@@ -624,9 +619,7 @@ class Parser {
           t->negated = true;
           next();
         }
-        const SourcePos name_pos = pos();
         t->name = expect_name();
-        if (!has_test(t->name)) throw TemplateSyntaxError("No test named '" + t->name + "'.", name_pos);
         t->arg = std::move(node);
         if (is_op("(")) {
           t->args = parse_call_args();
@@ -660,7 +653,9 @@ class Parser {
 }  // namespace
 
 Body parse_template(const std::vector<Token>& tokens, const SourceMap& map, int max_nesting) {
-  return Parser(tokens, map, max_nesting).parse_all();
+  Body body = Parser(tokens, map, max_nesting).parse_all();
+  check_filter_and_test_names(body);
+  return body;
 }
 
 }  // namespace fp4serve::jinja

@@ -15,4 +15,9 @@ namespace fp4serve::jinja {
 // max_nesting bounds the depth of nested expressions and blocks (stack safety).
 Body parse_template(const std::vector<Token>& tokens, const SourceMap& map, int max_nesting);
 
+// Throws TemplateSyntaxError for an unknown filter or test outside `if` blocks and conditional
+// expressions (inside them jinja2 defers the error to when the filter is reached). Called by
+// parse_template.
+void check_filter_and_test_names(const Body& body);
+
 }  // namespace fp4serve::jinja

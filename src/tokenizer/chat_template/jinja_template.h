@@ -35,6 +35,7 @@ class Template {
 
   // Renders with the members of `context` (a JSON object) as template variables.
   std::string render(const nlohmann::ordered_json& context) const;
+  std::string render(const nlohmann::json& context) const = delete;  // sorted keys would change tojson output
   // Renders with prepared variables (lets callers pass values JSON cannot express).
   std::string render(const Dict& variables) const;
 

@@ -22,6 +22,9 @@ TEST(ByteProgress, FormatsALogLineWithPercent) {
   EXPECT_EQ(ByteProgress::format_line("load", 500'000'000, 1'000'000'000, 2.0, false),
             "load: 0.50/1.00 GB (50%)  0.25 GB/s  ETA 2s");
   EXPECT_EQ(ByteProgress::format_line("load", 0, 1'000'000'000, 0.0, false), "load: 0.00/1.00 GB (0%)  0.00 GB/s  ETA ?");
+  // Hardly any bytes yet: no absurd estimate.
+  EXPECT_EQ(ByteProgress::format_line("synth", 1000, 3'000'000'000, 60.0, false),
+            "synth: 0.00/3.00 GB (0%)  0.00 GB/s  ETA ?");
 }
 
 TEST(ByteProgress, FormatsDurations) {

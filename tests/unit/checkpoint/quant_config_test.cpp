@@ -116,6 +116,22 @@ TEST(QuantConfigTest, Nvfp4ReleaseFromHfQuantConfigFallback) {
   expect_nvfp4_release_formats(q);
 }
 
+TEST(QuantConfigTest, KvCacheAlgoOnlyInHfQuantConfigIsRead) {
+  // As in the published NVFP4 release: config.json's quantization_config has no kv_cache_scheme,
+  // hf_quant_config.json says kv_cache_quant_algo FP8.
+  auto config = fixture("qwen3_6_35b_a3b_nvfp4/config.json");
+  config["quantization_config"].erase("kv_cache_scheme");
+  const std::string hf = R"({"producer": {"name": "modelopt"},
+      "quantization": {"quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": "FP8", "quantized_layers": {}}})";
+  EXPECT_EQ(QuantConfig::parse(config.dump(), std::nullopt).kv_cache(), KvCacheQuant::kNone);
+  const QuantConfig q = QuantConfig::parse(config.dump(), hf);
+  EXPECT_THAT(q.source(), HasSubstr("config.json: quantization_config"));
+  EXPECT_EQ(q.kv_cache(), KvCacheQuant::kFP8);
+  // The tiny NVFP4 reference checkpoint is laid out that way.
+  EXPECT_EQ(QuantConfig::load(std::filesystem::path(FP4SERVE_TEST_DATA_DIR) / "models/tiny-nvfp4").kv_cache(),
+            KvCacheQuant::kFP8);
+}
+
 TEST(QuantConfigTest, ConfigJsonSectionIsPreferred) {
   const std::string hf = R"({"producer": {"name": "modelopt"},
       "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": null, "group_size": 16,

@@ -2,7 +2,9 @@
 // nesting; no file access; errors name the template line and column.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <regex>
+#include <thread>
 
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/chat_template/jinja_template.h"
@@ -94,8 +96,10 @@ TEST(JinjaSandbox, DeepValuesAndNamespaceCyclesAreRefused) {
   ordered_json deep = 1;
   for (int i = 0; i < 600; ++i) deep = ordered_json::array({deep});
   EXPECT_THROW(render("{{ v | length }}", {{"v", deep}}), TemplateLimitError);
-  EXPECT_THROW(render("{% set ns = namespace(l=[]) %}{% for i in range(1000) %}{% set ns.l = [ns.l] %}{% endfor %}"),
-               TemplateLimitError);
+  const auto e = capture<TemplateLimitError>([] {
+    render("{% set ns = namespace(l=[]) %}\n{% for i in range(1000) %}{% set ns.l = [ns.l] %}{% endfor %}");
+  });
+  EXPECT_EQ(e.pos().line, 2u) << e.what();  // the list literal that got too deep
   EXPECT_THROW(render("{% set ns = namespace() %}{% set ns.me = ns %}"), TemplateRuntimeError);
   EXPECT_THROW(render("{% set ns = namespace() %}{% set ns.l = [ns] %}"), TemplateRuntimeError);
 }
@@ -184,12 +188,30 @@ TEST(JinjaGlobals, StrftimeNowFormatsTheLocalTime) {
 }
 
 TEST(JinjaTemplate, RenderIsRepeatableAndIndependent) {
-  const Template tpl("{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}");
+  Template tpl("{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}");
   const ordered_json ctx = {{"messages", ordered_json::array({1, 2, 3})}};
   EXPECT_EQ(tpl.render(ctx), "3");
   EXPECT_EQ(tpl.render(ctx), "3");  // no state leaks between renders
-  Template moved = std::move(const_cast<Template&>(tpl));
+  Template moved = std::move(tpl);
   EXPECT_EQ(moved.render(ctx), "3");
+}
+
+// One compiled template serves concurrent requests: render() keeps all state per call.
+TEST(JinjaTemplate, ConcurrentRendersOfOneTemplate) {
+  const Template tpl(
+      "{% set ns = namespace(s='') %}{% for m in messages %}{% set ns.s = ns.s ~ m ~ ',' %}{% endfor %}{{ ns.s }}");
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        const ordered_json ctx = {{"messages", ordered_json::array({t, i})}};
+        if (tpl.render(ctx) != std::to_string(t) + "," + std::to_string(i) + ",") ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(JinjaTemplate, ContextKeepsKeyOrderForTojson) {

@@ -203,3 +203,39 @@ TEST(TokenizerQwen35, PathologicalMegabyteInputsRoundTrip) {
 
 }  // namespace
 }  // namespace fp4serve::tokenizer
+
+namespace fp4serve::tokenizer {
+namespace {
+
+// Random bytes (valid or not, with combining marks and CJK fragments mixed in): encode never
+// throws, and decoding gives back the input repaired like from_utf8_lossy and NFC-normalized.
+// ('<' is left out so that no added token splits the text into separately normalized pieces.)
+TEST(TokenizerQwen35, RandomBytesRoundTripToLossyNfc) {
+  const Tokenizer* tok = testing::installed("qwen3.5");
+  ASSERT_NE(tok, nullptr);
+  const std::vector<std::string> fragments = {"a", "e", " ", "\n", "\t", "\xCC\x81", "\xCC\xA3", "\xE4\xB8\xAD",
+                                              "\xE4", "\xB8", "\xF0\x9F", "\xA6\x99", "'s", "1", "\xC3", "\xFF",
+                                              "\xE1\x84\x80", "\xE1\x85\xA1", "\xE1\x86\xA8", "!", "\xED\xA0\x80"};
+  std::uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return std::uint32_t(state >> 33);
+  };
+  for (int i = 0; i < 3000; ++i) {
+    std::string s;
+    const int n = int(next() % 24);
+    for (int k = 0; k < n; ++k) {
+      if (next() % 4 == 0) {
+        char c = char(next() & 0xFF);
+        s += (c == '<') ? 'x' : c;
+      } else {
+        s += fragments[next() % fragments.size()];
+      }
+    }
+    const auto ids = tok->encode(s);
+    ASSERT_EQ(tok->decode(ids), nfc(utf8::to_valid_lossy(s))) << nlohmann::json(utf8::to_valid_lossy(s)).dump();
+  }
+}
+
+}  // namespace
+}  // namespace fp4serve::tokenizer

@@ -2,8 +2,6 @@
 // splitting, BPE merging, added-token matching rules, and load-time errors.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <fstream>
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/regex_splitter.h"

@@ -1,0 +1,134 @@
+#include "engine/kv_cache_manager.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "engine/engine_error.h"
+
+namespace fp4serve::engine {
+
+namespace {
+int cdiv(int a, int b) { return (a + b - 1) / b; }
+}  // namespace
+
+KvCacheManager::KvCacheManager(const KvCacheConfig& config, const StateSnapshotStore* snapshots)
+    : config_(config),
+      max_blocks_per_request_(config.block_size > 0 ? cdiv(config.max_model_len, config.block_size) : 0),
+      pool_(config.num_blocks, config.enable_prefix_caching),
+      snapshots_(snapshots) {
+  if (config.block_size <= 0 || config.max_model_len <= 0)
+    throw EngineConfigError(fmt::format("KV cache: block_size {} and max_model_len {} must be positive",
+                                        config.block_size, config.max_model_len));
+  hit_scratch_.reserve(static_cast<std::size_t>(max_blocks_per_request_));
+  free_scratch_.reserve(static_cast<std::size_t>(max_blocks_per_request_));
+}
+
+void KvCacheManager::update_block_hashes(Request& request) const {
+  auto& hashes = request.res.block_hashes;
+  const auto tokens = request.all_token_ids();
+  const int bs = config_.block_size;
+  const int num_full = static_cast<int>(tokens.size()) / bs;
+  if (hashes.capacity() < static_cast<std::size_t>(max_blocks_per_request_))
+    hashes.reserve(static_cast<std::size_t>(max_blocks_per_request_));
+  for (int i = static_cast<int>(hashes.size()); i < num_full; ++i) {
+    const BlockHash parent = i == 0 ? kRootBlockHash : hashes[static_cast<std::size_t>(i - 1)];
+    const std::uint64_t salt = request.cache_salt_hash;
+    std::span<const std::uint64_t> extra;
+    if (i == 0 && salt != 0) extra = std::span<const std::uint64_t>(&salt, 1);
+    hashes.push_back(hash_block_tokens(parent, tokens.subspan(static_cast<std::size_t>(i) * bs, bs), extra));
+  }
+}
+
+BlockHash KvCacheManager::prefix_hash(Request& request, int num_tokens) const {
+  const int bs = config_.block_size;
+  if (num_tokens <= 0 || num_tokens % bs != 0 || num_tokens > request.num_tokens())
+    throw EngineLogicError(fmt::format("request '{}': no block hash for a {}-token prefix",
+                                       request.id(), num_tokens));
+  update_block_hashes(request);
+  return request.res.block_hashes[static_cast<std::size_t>(num_tokens / bs - 1)];
+}
+
+PrefixHit KvCacheManager::get_computed_blocks(Request& request) {
+  PrefixHit hit;
+  hit_scratch_.clear();
+  if (!config_.enable_prefix_caching) return hit;
+  update_block_hashes(request);
+  const auto& hashes = request.res.block_hashes;
+  const int max_hit_blocks = (request.num_tokens() - 1) / config_.block_size;
+  // Longest run of cached KV blocks, left to right (a chained hash implies the whole prefix).
+  for (int i = 0; i < max_hit_blocks; ++i) {
+    const std::int32_t b = pool_.lookup(hashes[static_cast<std::size_t>(i)]);
+    if (b < 0) break;
+    hit_scratch_.push_back(b);
+  }
+  int n = static_cast<int>(hit_scratch_.size());
+  if (snapshots_ != nullptr) {
+    // Hybrid intersection (vLLM HybridKVCacheCoordinator, right to left for the state type): the
+    // longest KV hit that also has a GDN state snapshot at its end.
+    while (n > 0 && (hit.snapshot_id = snapshots_->find(hashes[static_cast<std::size_t>(n - 1)])) < 0)
+      --n;
+    if (n == 0) hit.snapshot_id = -1;
+  }
+  hit_scratch_.resize(static_cast<std::size_t>(n));
+  hit.blocks = hit_scratch_;
+  hit.num_tokens = n * config_.block_size;
+  return hit;
+}
+
+void KvCacheManager::record_prefix_query(int num_tokens, int hit_tokens) {
+  if (!config_.enable_prefix_caching) return;
+  ++stats_.requests;
+  stats_.queried_tokens += num_tokens;
+  stats_.hit_tokens += hit_tokens;
+}
+
+bool KvCacheManager::allocate_slots(Request& request, int num_new_tokens, const PrefixHit* hit) {
+  auto& blocks = request.res.block_ids;
+  const int hit_tokens = hit != nullptr ? hit->num_tokens : 0;
+  if (hit_tokens > 0 && (!blocks.empty() || request.num_computed_tokens != 0))
+    throw EngineLogicError(fmt::format("request '{}': prefix hit for a request holding blocks", request.id()));
+  const int num_computed = request.num_computed_tokens + hit_tokens;
+  const int tokens_needing_slots = std::min(num_computed + num_new_tokens, config_.max_model_len);
+  const int num_required = cdiv(tokens_needing_slots, config_.block_size);
+  const int num_hit_blocks = hit != nullptr ? static_cast<int>(hit->blocks.size()) : 0;
+  const int num_new_blocks = std::max(0, num_required - static_cast<int>(blocks.size()) - num_hit_blocks);
+  // Hit blocks sitting in the free queue are taken out of it by touch(), so they count against the
+  // free blocks just like fresh ones.
+  int num_evictable_hits = 0;
+  for (int i = 0; i < num_hit_blocks; ++i)
+    if (pool_.ref_count(hit->blocks[static_cast<std::size_t>(i)]) == 0) ++num_evictable_hits;
+  if (num_new_blocks + num_evictable_hits > pool_.num_free_blocks()) return false;
+
+  if (blocks.capacity() < static_cast<std::size_t>(max_blocks_per_request_))
+    blocks.reserve(static_cast<std::size_t>(max_blocks_per_request_));
+  if (num_hit_blocks > 0) {
+    pool_.touch(hit->blocks);
+    blocks.insert(blocks.end(), hit->blocks.begin(), hit->blocks.end());
+    request.res.num_registered_blocks = num_hit_blocks;  // they are the cache's own blocks
+  }
+  if (!pool_.allocate(num_new_blocks, blocks))
+    throw EngineLogicError("KV block pool: free count changed during allocation");
+  return true;
+}
+
+void KvCacheManager::cache_computed_blocks(Request& request) {
+  if (!config_.enable_prefix_caching) return;
+  update_block_hashes(request);
+  const int num_full = std::min(request.num_computed_tokens / config_.block_size,
+                                static_cast<int>(request.res.block_ids.size()));
+  for (int i = request.res.num_registered_blocks; i < num_full; ++i)
+    pool_.register_block(request.res.block_ids[static_cast<std::size_t>(i)],
+                         request.res.block_hashes[static_cast<std::size_t>(i)]);
+  request.res.num_registered_blocks = std::max(request.res.num_registered_blocks, num_full);
+}
+
+void KvCacheManager::free(Request& request) {
+  auto& blocks = request.res.block_ids;
+  free_scratch_.assign(blocks.rbegin(), blocks.rend());
+  pool_.free(free_scratch_);
+  blocks.clear();
+  request.res.num_registered_blocks = 0;
+}
+
+}  // namespace fp4serve::engine

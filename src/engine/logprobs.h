@@ -1,0 +1,35 @@
+// Logprobs of a generated token, vLLM V1 style (vllm/v1/sample/sampler.py, logprobs_mode
+// "raw_logprobs", the default): log_softmax of the RAW logits (before logit bias, penalties,
+// temperature and top-k/top-p/min-p), the sampled token's logprob and rank, and the top-N.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace fp4serve::engine {
+
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;
+};
+
+struct SampleLogprobs {
+  TokenLogprob sampled;
+  // 1-based: how many tokens have a logprob >= the sampled one's (vLLM batched_count_greater_than,
+  // so tied tokens share the worse rank).
+  int64_t sampled_rank = 0;
+  // The N most likely tokens, best first (ties: lower id first); ranks are 1..N. vLLM returns the
+  // sampled token first and these after it; the server merges them into the response's dict.
+  std::vector<TokenLogprob> top;
+};
+
+// `logits` is the raw row restricted to the valid vocabulary (padding rows of the lm_head are not
+// part of the distribution). num_top is clamped to logits.size(). The row must have a finite max.
+SampleLogprobs compute_sample_logprobs(std::span<const float> logits, int32_t sampled_token,
+                                       int64_t num_top);
+
+// log(sum(exp(logits))) in double, max-shifted.
+double log_sum_exp(std::span<const float> logits);
+
+}  // namespace fp4serve::engine

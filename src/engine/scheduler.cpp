@@ -1,0 +1,322 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "engine/engine_error.h"
+
+namespace fp4serve::engine {
+
+namespace {
+int cdiv(int a, int b) { return (a + b - 1) / b; }
+}  // namespace
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, StateSlotPool& slots,
+                     StateSnapshotStore* snapshots, StopChecker stop_checker)
+    : config_(config),
+      kv_(kv),
+      slots_(slots),
+      snapshots_(kv.config().enable_prefix_caching ? snapshots : nullptr),
+      stop_checker_(std::move(stop_checker)) {
+  const int bs = kv.block_size();
+  if (config_.max_num_batched_tokens <= 0 || config_.max_num_seqs <= 0 || config_.max_model_len <= 0)
+    throw EngineConfigError(fmt::format(
+        "scheduler: --max-num-batched-tokens {}, --max-num-seqs {}, --max-model-len {} must be positive",
+        config_.max_num_batched_tokens, config_.max_num_seqs, config_.max_model_len));
+  if (config_.max_model_len > kv.config().max_model_len)
+    throw EngineConfigError("scheduler: max_model_len larger than the KV cache manager's");
+  if (config_.max_num_seqs > slots.num_slots())
+    throw EngineConfigError(fmt::format("--max-num-seqs {} exceeds the {} GDN state slots",
+                                        config_.max_num_seqs, slots.num_slots()));
+  // As vLLM refuses at start-up: one request of max_model_len tokens must fit, or a lone request
+  // could preempt itself forever.
+  const int blocks_per_request = cdiv(config_.max_model_len, bs);
+  if (blocks_per_request > kv.pool().num_blocks())
+    throw EngineConfigError(fmt::format(
+        "--max-model-len {} needs {} KV blocks of {} tokens for one request, but the KV cache has only "
+        "{} blocks ({} tokens); lower --max-model-len or raise the KV cache memory",
+        config_.max_model_len, blocks_per_request, bs, kv.pool().num_blocks(),
+        kv.pool().num_blocks() * bs));
+  if (config_.snapshot_interval < 0 || config_.snapshot_interval % bs != 0)
+    throw EngineConfigError(fmt::format("GDN snapshot interval {} is not a multiple of the block size {}",
+                                        config_.snapshot_interval, bs));
+  running_.reserve(static_cast<std::size_t>(config_.max_num_seqs));
+  output_.scheduled.reserve(static_cast<std::size_t>(config_.max_num_seqs));
+  results_.reserve(static_cast<std::size_t>(config_.max_num_seqs));
+}
+
+Request& Scheduler::add_request(std::string id, std::vector<std::int32_t> prompt_token_ids,
+                                int max_tokens) {
+  if (requests_.find(std::string_view(id)) != requests_.end())
+    throw EngineLogicError(fmt::format("request id '{}' is already in the engine", id));
+  if (static_cast<int>(prompt_token_ids.size()) > config_.max_model_len)
+    throw EngineLogicError(fmt::format("request '{}': prompt of {} tokens exceeds max_model_len {}", id,
+                                       prompt_token_ids.size(), config_.max_model_len));
+  auto req = std::make_unique<Request>(id, std::move(prompt_token_ids), max_tokens, next_arrival_++);
+  Request& r = *req;
+  r.reserve_tokens(static_cast<int>(std::min<std::int64_t>(
+      static_cast<std::int64_t>(r.num_prompt_tokens()) + max_tokens, config_.max_model_len)));
+  kv_.update_block_hashes(r);
+  requests_.emplace(std::move(id), std::move(req));
+  waiting_.push_back(&r);
+  return r;
+}
+
+const Request* Scheduler::find(std::string_view id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+const SchedulerOutput& Scheduler::schedule() {
+  if (step_in_flight_) throw EngineLogicError("schedule() called twice without update_from_output()");
+  retired_.clear();
+  output_.clear();
+  int budget = config_.max_num_batched_tokens;
+  bool preempted_any = false;
+
+  // 1. Running requests: decodes and unfinished prefill chunks.
+  std::size_t idx = 0;
+  while (idx < running_.size() && budget > 0) {
+    Request& r = *running_[idx];
+    int n = r.num_tokens() - r.num_computed_tokens;
+    if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
+    n = std::min(n, budget);
+    if (n <= 0) {
+      ++idx;
+      continue;
+    }
+    const std::size_t old_blocks = r.res.block_ids.size();
+    bool allocated = false;
+    while (true) {
+      if (kv_.allocate_slots(r, n)) {
+        allocated = true;
+        break;
+      }
+      // Out of KV blocks: preempt the newest running request (vLLM: running.pop()). Requests before
+      // idx were scheduled already this step and are never the last one unless r itself is.
+      Request* victim = running_.back();
+      running_.pop_back();
+      preempt(*victim);
+      preempted_any = true;
+      if (victim == &r) break;
+    }
+    if (!allocated) break;  // r itself was preempted, and everything after it before that
+    emit(r, n, old_blocks, StateInit::kContinue, -1, false);
+    budget -= n;
+    ++idx;
+  }
+
+  // 2. Waiting requests, FCFS, into the leftover budget (not in a step that had to preempt).
+  if (!preempted_any) {
+    while (!waiting_.empty() && budget > 0 &&
+           static_cast<int>(running_.size()) < config_.max_num_seqs) {
+      Request& r = *waiting_.front();
+      const PrefixHit hit = kv_.get_computed_blocks(r);
+      int n = r.num_tokens() - hit.num_tokens;
+      if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
+      n = std::min(n, budget);
+      const int slot = slots_.allocate();
+      if (slot < 0) break;  // cannot happen with max_num_seqs <= slots; stay safe
+      if (!kv_.allocate_slots(r, n, &hit)) {
+        slots_.free(slot);
+        break;  // head of line: no admission past a request that does not fit
+      }
+      waiting_.pop_front();
+      running_.push_back(&r);
+      const bool resumed = r.status() == RequestStatus::kPreempted;
+      r.transition_to(RequestStatus::kRunning);
+      r.num_computed_tokens = hit.num_tokens;
+      if (r.num_cached_tokens < 0) r.num_cached_tokens = hit.num_tokens;
+      r.res.state_slot = slot;
+      kv_.record_prefix_query(r.num_tokens(), hit.num_tokens);
+      StateInit init = StateInit::kZero;
+      if (hit.num_tokens > 0 && snapshots_ != nullptr) {
+        init = StateInit::kRestore;
+        snapshots_->pin(hit.snapshot_id);  // unpinned once the step copied it
+      }
+      emit(r, n, hit.blocks.size(), init, init == StateInit::kRestore ? hit.snapshot_id : -1, resumed);
+      budget -= n;
+    }
+  }
+
+  if (output_.total_num_scheduled_tokens > config_.max_num_batched_tokens ||
+      static_cast<int>(running_.size()) > config_.max_num_seqs)
+    throw EngineLogicError("scheduler exceeded its token budget or max_num_seqs");
+  if (!output_.scheduled.empty()) ++counters_.num_steps;
+  step_in_flight_ = true;
+  return output_;
+}
+
+void Scheduler::emit(Request& r, int num_tokens, std::size_t old_num_blocks, StateInit init,
+                     int restore_snapshot_id, bool resumed) {
+  ScheduledRequest s;
+  s.request = &r;
+  s.start_position = r.num_computed_tokens;
+  s.num_scheduled_tokens = num_tokens;
+  const std::span<const std::int32_t> table(r.res.block_ids);
+  s.block_table = table;
+  s.new_block_ids = table.subspan(old_num_blocks);
+  s.state_slot = r.res.state_slot;
+  s.state_init = init;
+  s.restore_snapshot_id = restore_snapshot_id;
+  s.needs_logits = s.start_position + num_tokens == r.num_tokens();
+  s.resumed = resumed;
+  s.snapshot_begin = static_cast<int>(output_.snapshot_points.size());
+  plan_snapshots(r, s.start_position, s.start_position + num_tokens);
+  s.snapshot_count = static_cast<int>(output_.snapshot_points.size()) - s.snapshot_begin;
+  output_.scheduled.push_back(s);
+  output_.total_num_scheduled_tokens += num_tokens;
+}
+
+void Scheduler::plan_snapshots(Request& r, int start, int end) {
+  if (snapshots_ == nullptr) return;
+  const int bs = kv_.block_size();
+  // Last block boundary before the prompt's last token: the longest hit the same prompt can have
+  // (hits are capped at num_tokens - 1), and what a longer prompt extending it needs.
+  const int prompt_end = (r.num_prompt_tokens() - 1) / bs * bs;
+  int tail = 0;
+  const std::ptrdiff_t first_point = static_cast<std::ptrdiff_t>(output_.snapshot_points.size());
+  for (int b = (start / bs + 1) * bs; b <= end; b += bs) {
+    const bool fixed = (config_.snapshot_interval > 0 && b % config_.snapshot_interval == 0) || b == prompt_end;
+    if (fixed) {
+      const BlockHash key = kv_.prefix_hash(r, b);
+      if (const int have = snapshots_->find(key); have >= 0) {
+        snapshots_->touch(have);
+        continue;
+      }
+      const int id = snapshots_->reserve();
+      if (id < 0) continue;  // every snapshot pending or pinned: best effort, skip
+      output_.snapshot_points.push_back(SnapshotPoint{b - start, id, b, key, false});
+    } else if (b > prompt_end) {
+      tail = b;  // only the last boundary in the chunk matters for the rolling tail
+    }
+  }
+  if (tail == 0) return;
+  const BlockHash key = kv_.prefix_hash(r, tail);
+  if (snapshots_->find(key) >= 0) return;
+  if (r.res.tail_snapshot_id < 0) r.res.tail_snapshot_id = snapshots_->reserve();
+  if (r.res.tail_snapshot_id < 0) return;
+  r.res.tail_snapshot_tokens = 0;  // being overwritten this step; valid again after it
+  // Keep the request's points in token order (the model copies state as it walks the chunk): the
+  // tail may precede interval points planned above.
+  auto& pts = output_.snapshot_points;
+  const SnapshotPoint tail_point{tail - start, r.res.tail_snapshot_id, tail, key, true};
+  auto pos = pts.end();
+  while (pos != pts.begin() + first_point && (pos - 1)->after_tokens > tail_point.after_tokens) --pos;
+  pts.insert(pos, tail_point);
+}
+
+const std::vector<StepResult>& Scheduler::update_from_output(std::span<const std::int32_t> sampled_tokens) {
+  if (!step_in_flight_) throw EngineLogicError("update_from_output() without a schedule()");
+  if (sampled_tokens.size() != output_.scheduled.size())
+    throw EngineLogicError(fmt::format("update_from_output: {} sampled tokens for {} scheduled requests",
+                                       sampled_tokens.size(), output_.scheduled.size()));
+  results_.clear();
+  for (std::size_t i = 0; i < output_.scheduled.size(); ++i) {
+    const ScheduledRequest& s = output_.scheduled[i];
+    Request& r = *s.request;
+    const int prompt_positions =
+        std::max(0, std::min(r.num_prompt_tokens(), s.start_position + s.num_scheduled_tokens) - s.start_position);
+    counters_.prompt_tokens_computed += prompt_positions;
+    r.num_computed_tokens += s.num_scheduled_tokens;
+    kv_.cache_computed_blocks(r);
+    for (const SnapshotPoint& p : output_.snapshots_of(s)) {
+      if (p.is_tail) r.res.tail_snapshot_tokens = p.boundary_tokens;
+      else snapshots_->commit(p.snapshot_id, p.key, p.boundary_tokens);
+    }
+    if (s.restore_snapshot_id >= 0) snapshots_->unpin(s.restore_snapshot_id);
+    if (!s.needs_logits) continue;  // a prefill chunk short of the end: nothing sampled
+
+    const std::int32_t token = sampled_tokens[i];
+    r.append_output_token(token);
+    ++counters_.generation_tokens;
+    RequestStatus status = RequestStatus::kRunning;
+    if (r.num_tokens() >= config_.max_model_len || r.num_output_tokens() >= r.max_tokens())
+      status = RequestStatus::kFinishedLength;
+    else if (stop_checker_ && stop_checker_(r))
+      status = RequestStatus::kFinishedStopped;
+    if (status != RequestStatus::kRunning) {
+      running_.erase(std::find(running_.begin(), running_.end(), &r));
+      retire(r, status);
+    }
+    results_.push_back(StepResult{&r, token, status != RequestStatus::kRunning, status});
+  }
+  step_in_flight_ = false;
+  for (const std::string& id : deferred_aborts_) abort_request(id);
+  deferred_aborts_.clear();
+  return results_;
+}
+
+void Scheduler::release_resources(Request& r) {
+  kv_.free(r);
+  if (r.res.state_slot >= 0) slots_.free(r.res.state_slot);
+  r.res.state_slot = -1;
+  if (r.res.tail_snapshot_id >= 0) {
+    // The tail holds the state at the last block boundary this sequence passed: keep it as a
+    // prefix-cache entry (next chat turn, or this request's own resume after preemption).
+    if (r.res.tail_snapshot_tokens > 0)
+      snapshots_->commit(r.res.tail_snapshot_id, kv_.prefix_hash(r, r.res.tail_snapshot_tokens),
+                         r.res.tail_snapshot_tokens);
+    else
+      snapshots_->release(r.res.tail_snapshot_id);
+  }
+  r.res.tail_snapshot_id = -1;
+  r.res.tail_snapshot_tokens = 0;
+}
+
+void Scheduler::preempt(Request& r) {
+  release_resources(r);
+  r.num_computed_tokens = 0;
+  r.transition_to(RequestStatus::kPreempted);
+  ++r.num_preemptions;
+  ++counters_.num_preemptions;
+  ++output_.num_preempted;
+  waiting_.push_front(&r);
+}
+
+void Scheduler::retire(Request& r, RequestStatus final_status) {
+  release_resources(r);
+  r.transition_to(final_status);
+  auto it = requests_.find(std::string_view(r.id()));
+  retired_.push_back(std::move(it->second));
+  requests_.erase(it);
+}
+
+bool Scheduler::abort_request(std::string_view id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return false;
+  if (step_in_flight_) {
+    // The model may be reading this request's blocks and slot: cancel once the step is done.
+    deferred_aborts_.emplace_back(id);
+    return true;
+  }
+  Request& r = *it->second;
+  if (r.status() == RequestStatus::kRunning) {
+    running_.erase(std::find(running_.begin(), running_.end(), &r));
+  } else {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &r));
+  }
+  retire(r, RequestStatus::kFinishedAborted);
+  return true;
+}
+
+SchedulerMetrics Scheduler::metrics() const {
+  SchedulerMetrics m = counters_;
+  m.num_running = num_running();
+  m.num_waiting = num_waiting();
+  m.kv_cache_usage = kv_.usage();
+  m.state_slots_total = slots_.num_slots();
+  m.state_slots_in_use = slots_.num_slots() - slots_.num_free();
+  m.prefix_cache_queries = kv_.prefix_stats().queried_tokens;
+  m.prefix_cache_hits = kv_.prefix_stats().hit_tokens;
+  m.kv_block_evictions = kv_.pool().num_evictions();
+  if (snapshots_ != nullptr) {
+    m.snapshots_committed = snapshots_->num_committed();
+    m.snapshots_capacity = snapshots_->capacity();
+    m.snapshot_evictions = snapshots_->num_evictions();
+  }
+  return m;
+}
+
+}  // namespace fp4serve::engine

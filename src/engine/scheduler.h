@@ -1,0 +1,129 @@
+// Continuous-batching scheduler with vLLM V1 semantics (vllm/v1/core/sched/scheduler.py):
+//
+//  * One schedule() per engine step with a budget of max_num_batched_tokens tokens.
+//  * RUNNING requests first, in order: each gets min(remaining tokens, budget) (1 for a decode, the
+//    rest of the prompt for an unfinished prefill, capped by long_prefill_token_threshold). When its
+//    KV blocks cannot be allocated, the NEWEST running request is preempted by recompute (blocks,
+//    state slot freed; num_computed_tokens = 0; put at the FRONT of the waiting queue) and the
+//    allocation retried; if the victim is the request itself it is not scheduled.
+//  * WAITING requests next, FCFS, only if nothing was preempted this step and fewer than
+//    max_num_seqs are running: prefix-cache lookup, then the rest chunked into the leftover budget.
+//    A failed allocation stops admission (head of line; waiting requests never preempt).
+//  * update_from_output() appends the sampled tokens, advances num_computed_tokens, registers computed
+//    blocks and GDN snapshots in the prefix cache, and finishes requests on max_tokens/max_model_len
+//    ("length") or when the engine's StopChecker says so ("stop").
+//
+// GDN snapshots (see state_snapshot_store.h) are planned here: at every multiple of
+// snapshot_interval, at the last block boundary before a prompt's last token (so the same prompt, or
+// a longer one starting with it, hits), and as a rolling "tail" at the last block boundary a sequence
+// passed, committed when it finishes or is preempted (a multi-turn chat resumes from the previous
+// turn; a preempted request resumes from where it was). Hit granularity: any block_size multiple at
+// which such a snapshot exists; for a shared prefix that is not a previous prompt or conversation, the
+// largest snapshot_interval multiple inside it.
+//
+// Chunk alignment: none. The model copies state at any token inside a chunk (SnapshotPoint), since
+// the recurrent form splits anywhere bit-identically; so no chunk is ever shortened for a snapshot
+// and no request is skipped for lack of budget (vLLM's align mode has both costs).
+//
+// Single-threaded: the engine thread owns it. Calls alternate schedule() / update_from_output();
+// abort_request() between them is deferred to the end of update_from_output().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_cache_manager.h"
+#include "engine/request.h"
+#include "engine/scheduler_metrics.h"
+#include "engine/scheduler_output.h"
+#include "engine/state_pool.h"
+#include "engine/state_snapshot_store.h"
+
+namespace fp4serve::engine {
+
+struct SchedulerConfig {
+  int max_num_batched_tokens = 8192;
+  int max_num_seqs = 256;
+  int max_model_len = 0;
+  int long_prefill_token_threshold = 0;  // 0 = off
+  // GDN snapshot every this many tokens (a multiple of the KV block size); 0 = only at prompt ends
+  // and sequence ends. Ignored without a snapshot store or without prefix caching.
+  int snapshot_interval = 0;
+};
+
+// Decides, after a token was appended, whether the request stops (EOS, stop token ids, stop strings,
+// min_tokens handling). max_tokens and max_model_len are the scheduler's own checks and come first,
+// as in vLLM check_stop.
+using StopChecker = std::function<bool(const Request&)>;
+
+struct StepResult {
+  const Request* request = nullptr;  // valid until the next schedule()
+  std::int32_t token = -1;           // the token appended this step
+  bool finished = false;
+  RequestStatus status = RequestStatus::kRunning;
+};
+
+class Scheduler {
+ public:
+  // snapshots may be null (no GDN layers, or prefix caching off). References must outlive this.
+  Scheduler(const SchedulerConfig& config, KvCacheManager& kv, StateSlotPool& slots,
+            StateSnapshotStore* snapshots, StopChecker stop_checker = {});
+
+  // Queues a new request (FCFS by arrival). EngineLogicError on a duplicate id, an empty prompt or a
+  // prompt longer than max_model_len.
+  Request& add_request(std::string id, std::vector<std::int32_t> prompt_token_ids, int max_tokens);
+  // Cancels a request in any unfinished state, freeing what it holds; false if unknown or finished.
+  bool abort_request(std::string_view id);
+
+  const SchedulerOutput& schedule();
+  // sampled_tokens[i] is the token sampled for output.scheduled[i] (ignored where !needs_logits).
+  const std::vector<StepResult>& update_from_output(std::span<const std::int32_t> sampled_tokens);
+
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty(); }
+  const Request* find(std::string_view id) const;
+  std::span<Request* const> running() const { return running_; }
+  const std::deque<Request*>& waiting() const { return waiting_; }
+  SchedulerMetrics metrics() const;
+  const SchedulerConfig& config() const { return config_; }
+
+ private:
+  void emit(Request& r, int num_tokens, std::size_t old_num_blocks, StateInit init,
+            int restore_snapshot_id, bool resumed);
+  void plan_snapshots(Request& r, int start, int end);
+  void preempt(Request& r);
+  void release_resources(Request& r);
+  void retire(Request& r, RequestStatus final_status);
+
+  SchedulerConfig config_;
+  KvCacheManager& kv_;
+  StateSlotPool& slots_;
+  StateSnapshotStore* snapshots_;
+  StopChecker stop_checker_;
+
+  struct IdHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::unique_ptr<Request>, IdHash, std::equal_to<>> requests_;
+  std::vector<Request*> running_;
+  std::deque<Request*> waiting_;
+  std::vector<std::unique_ptr<Request>> retired_;  // finished; freed at the next schedule()
+  std::vector<std::string> deferred_aborts_;
+  std::uint64_t next_arrival_ = 0;
+  bool step_in_flight_ = false;
+
+  SchedulerOutput output_;
+  std::vector<StepResult> results_;
+  SchedulerMetrics counters_;
+};
+
+}  // namespace fp4serve::engine

@@ -1,0 +1,68 @@
+// What one scheduler step hands to the model runner (vLLM SchedulerOutput, flattened): per scheduled
+// request the token range to run, its KV block table, its GDN state slot and how to initialise it,
+// whether its last row needs logits, and where to copy GDN state snapshots.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/block_hash.h"
+
+namespace fp4serve::engine {
+
+class Request;
+
+// How the model prepares a request's GDN state slot before running its tokens.
+enum class StateInit : std::uint8_t {
+  kContinue,  // the slot already holds the state after start_position tokens
+  kZero,      // fresh sequence from token 0: zero conv and recurrent state
+  kRestore,   // prefix-cache hit: copy snapshot restore_snapshot_id into the slot first
+};
+
+// "After running the first after_tokens of this request's scheduled tokens, copy its GDN state into
+// snapshot snapshot_id." The GDN layers run the recurrent form, which the model can split at any
+// token bit-identically, so snapshots need no chunk alignment.
+struct SnapshotPoint {
+  int after_tokens = 0;
+  int snapshot_id = -1;
+  // Scheduler bookkeeping; the model ignores these.
+  int boundary_tokens = 0;  // absolute position: the snapshot is the state after this many tokens
+  BlockHash key = 0;
+  bool is_tail = false;
+};
+
+struct ScheduledRequest {
+  Request* request = nullptr;
+  int start_position = 0;         // = num_computed_tokens before the step; first token's position
+  int num_scheduled_tokens = 0;   // tokens all_token_ids()[start, start + n) are run
+  std::span<const std::int32_t> new_block_ids;  // blocks allocated this step (tail of block_table)
+  std::span<const std::int32_t> block_table;    // all blocks, token order
+  int state_slot = -1;
+  StateInit state_init = StateInit::kContinue;
+  int restore_snapshot_id = -1;
+  bool needs_logits = false;      // the step reaches the end of the known tokens: sample one
+  bool resumed = false;           // first step after a preemption (recompute)
+  int snapshot_begin = 0;         // range in SchedulerOutput::snapshot_points, in token order
+  int snapshot_count = 0;
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledRequest> scheduled;  // running requests first, then newly admitted ones
+  std::vector<SnapshotPoint> snapshot_points;
+  int total_num_scheduled_tokens = 0;
+  int num_preempted = 0;                    // requests preempted during this step
+
+  std::span<const SnapshotPoint> snapshots_of(const ScheduledRequest& s) const {
+    return std::span<const SnapshotPoint>(snapshot_points)
+        .subspan(static_cast<std::size_t>(s.snapshot_begin), static_cast<std::size_t>(s.snapshot_count));
+  }
+  void clear() {
+    scheduled.clear();
+    snapshot_points.clear();
+    total_num_scheduled_tokens = 0;
+    num_preempted = 0;
+  }
+};
+
+}  // namespace fp4serve::engine
