@@ -23,7 +23,10 @@ fi
 
 log "pytest"
 set +e
-.venv/bin/python -m pytest -q tests/e2e tools/reference/tests
+# Suites that exist in this checkout (tests/e2e arrives with the server, issue 6).
+suites=()
+for d in tests/e2e tools/reference/tests; do [ -d "$d" ] && suites+=("$d"); done
+.venv/bin/python -m pytest -q "${suites[@]}"
 rc=$?
 set -e
 # pytest exit 5 means "no tests collected": fine while a folder is empty, a failure otherwise.
