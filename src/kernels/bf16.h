@@ -1,28 +1,17 @@
-// bf16 rounding helpers for the CPU kernels. bf16 values travel as uint16_t bits; "a float holding
-// a bf16 value" is an fp32 whose low 16 bits are zero. These match tensor/float_formats.h
-// (f32_to_bf16: round to nearest even, NaN stays a quiet NaN) but are inline for hot loops.
+// bf16 helpers for the CPU kernels. bf16 values travel as uint16_t bits; "a float holding a bf16
+// value" is an fp32 whose low 16 bits are zero. The element conversions are tensor/float_formats.h's
+// (inline there); these names keep the kernels' bits-vs-array overloads apart.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
+#include "tensor/float_formats.h"
+
 namespace fp4serve::kernels {
 
-inline float bf16_bits_to_f32(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-inline uint16_t f32_to_bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
+inline float bf16_bits_to_f32(uint16_t b) { return fp4serve::bf16_to_f32(b); }
+inline uint16_t f32_to_bf16_bits(float f) { return fp4serve::f32_to_bf16(f); }
 // x rounded to the nearest bf16 value, returned as fp32 (what `tensor.to(bfloat16)` then back does).
 inline float round_bf16(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x)); }
 

@@ -14,6 +14,17 @@ void check_dims(int64_t n, int64_t k, const std::string& what) {
   require(n > 0 && k > 0, what, "needs positive shape, got [" + std::to_string(n) + ", " + std::to_string(k) + "]");
 }
 
+// The fields every view has; the constructors below add their format's scales.
+WeightView make_view(WeightFormat format, int64_t n, int64_t k, const void* data, int64_t ld) {
+  WeightView w;
+  w.format = format;
+  w.n = n;
+  w.k = k;
+  w.data = data;
+  w.ld = ld;
+  return w;
+}
+
 }  // namespace
 
 const char* weight_format_name(WeightFormat f) {
@@ -37,25 +48,14 @@ const char* weight_format_name(WeightFormat f) {
 WeightView bf16_weight(const uint16_t* data, int64_t n, int64_t k, const std::string& what) {
   check_dims(n, k, what);
   require(data != nullptr, what, "null data");
-  WeightView w;
-  w.format = WeightFormat::kBf16;
-  w.n = n;
-  w.k = k;
-  w.data = data;
-  w.ld = k;
-  return w;
+  return make_view(WeightFormat::kBf16, n, k, data, k);
 }
 
 WeightView fp8_tensor_weight(const uint8_t* data, float scale, int64_t n, int64_t k, const std::string& what) {
   check_dims(n, k, what);
   require(data != nullptr, what, "null data");
   require(scale > 0.0f, what, "weight_scale must be > 0");
-  WeightView w;
-  w.format = WeightFormat::kFp8Tensor;
-  w.n = n;
-  w.k = k;
-  w.data = data;
-  w.ld = k;
+  WeightView w = make_view(WeightFormat::kFp8Tensor, n, k, data, k);
   w.tensor_scale = scale;
   return w;
 }
@@ -64,12 +64,7 @@ WeightView fp8_block_weight(const uint8_t* data, const void* scale_inv, bool sca
                             int64_t k, const std::string& what) {
   check_dims(n, k, what);
   require(data != nullptr && scale_inv != nullptr, what, "null data or scale_inv");
-  WeightView w;
-  w.format = WeightFormat::kFp8Block;
-  w.n = n;
-  w.k = k;
-  w.data = data;
-  w.ld = k;
+  WeightView w = make_view(WeightFormat::kFp8Block, n, k, data, k);
   w.scales = scale_inv;
   w.scale_ld = (k + 127) / 128;
   w.scales_bf16 = scale_is_bf16;
@@ -83,12 +78,7 @@ WeightView nvfp4_weight(const uint8_t* packed, const uint8_t* block_scales, floa
   require(k % 16 == 0, what, "NVFP4 needs K % 16 == 0, got K=" + std::to_string(k));
   require(packed != nullptr && block_scales != nullptr, what, "null packed data or block scales");
   require(global > 0.0f, what, "weight_scale_2 must be > 0");
-  WeightView w;
-  w.format = WeightFormat::kNvfp4;
-  w.n = n;
-  w.k = k;
-  w.data = packed;
-  w.ld = k;
+  WeightView w = make_view(WeightFormat::kNvfp4, n, k, packed, k);
   w.scales = block_scales;
   w.scale_ld = k / 16;
   w.group = 16;
@@ -103,12 +93,7 @@ WeightView int4_gptq_weight(const int32_t* qweight, const uint16_t* scales_f16, 
   require(k % group == 0, what, "K=" + std::to_string(k) + " is not a multiple of the group size " +
                                     std::to_string(group));
   require(qweight != nullptr && scales_f16 != nullptr, what, "null qweight or scales");
-  WeightView w;
-  w.format = WeightFormat::kInt4Gptq;
-  w.n = n;
-  w.k = k;
-  w.data = qweight;
-  w.ld = n;
+  WeightView w = make_view(WeightFormat::kInt4Gptq, n, k, qweight, n);
   w.scales = scales_f16;
   w.scale_ld = n;
   w.group = group;
@@ -153,12 +138,7 @@ WeightView slice_rows(const WeightView& w, int64_t r0, int64_t rows) {
 }
 
 WeightView Int4Packed::view() const {
-  WeightView w;
-  w.format = WeightFormat::kInt4Packed;
-  w.n = n;
-  w.k = k;
-  w.data = packed.data();
-  w.ld = k;
+  WeightView w = make_view(WeightFormat::kInt4Packed, n, k, packed.data(), k);
   w.scales = scales.data();
   w.scale_ld = k / group;
   w.group = group;

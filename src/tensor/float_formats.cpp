@@ -91,17 +91,6 @@ const Tables& tables() {
 
 }  // namespace
 
-float bf16_to_f32(uint16_t bits) { return bits_f32(static_cast<uint32_t>(bits) << 16); }
-
-uint16_t f32_to_bf16(float x) {
-  uint32_t u = f32_bits(x);
-  if (std::isnan(x)) return static_cast<uint16_t>((u >> 16) | 0x0040);  // keep sign, force quiet
-  // Round to nearest even on the 16 dropped bits; overflow correctly carries into the exponent
-  // (and up to Inf), as torch's conversion does.
-  u += 0x7FFF + ((u >> 16) & 1);
-  return static_cast<uint16_t>(u >> 16);
-}
-
 float f16_to_f32(uint16_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1F;

@@ -7,12 +7,26 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace fp4serve {
 
-// bfloat16: the top half of an fp32.
-float bf16_to_f32(uint16_t bits);
-uint16_t f32_to_bf16(float x);  // RNE; NaN stays NaN (quiet)
+// bfloat16: the top half of an fp32. Inline: the CPU kernels use these in their inner loops.
+inline float bf16_to_f32(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+// RNE on the 16 dropped bits (overflow carries into the exponent, up to Inf, as torch does);
+// NaN stays NaN, keeps its sign and is made quiet.
+inline uint16_t f32_to_bf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040);
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
 
 // IEEE half.
 float f16_to_f32(uint16_t bits);
