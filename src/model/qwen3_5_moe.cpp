@@ -1,5 +1,6 @@
 #include "model/qwen3_5_moe.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -34,7 +35,7 @@ struct StepLayout {
 };
 
 void gated_deltanet(const GatedDeltaNetWeights& g, const kernels::GdnDims& d, double eps, size_t layer_index,
-                    const std::vector<StepSequence>& step, const StepLayout& L, const uint16_t* h, uint16_t* out) {
+                    const std::vector<BatchSequence>& step, const StepLayout& L, const uint16_t* h, uint16_t* out) {
   const int64_t T = L.rows(), C = d.conv_dim(), Vd = d.value_dim(), Hv = d.Hv;
   std::vector<float> scratch;
   Bf16 qkv_raw(static_cast<size_t>(T * C)), qkv(static_cast<size_t>(T * C)), z(static_cast<size_t>(T * Vd));
@@ -52,11 +53,26 @@ void gated_deltanet(const GatedDeltaNetWeights& g, const kernels::GdnDims& d, do
   for (size_t s = 0; s < step.size(); ++s) {
     const int64_t r0 = L.offset[s], n = L.offset[s + 1] - r0;
     if (n == 0) continue;
-    SequenceState& st = *step[s].state;
-    kernels::gdn_conv1d(qkv_raw.data() + r0 * C, n, C, g.conv_weight.data(), d.conv_kernel,
-                        st.conv[layer_index].data(), qkv.data() + r0 * C);
-    kernels::gdn_recurrent(qkv.data() + r0 * C, n, d, gate.data() + r0 * Hv, beta.data() + r0 * Hv,
-                           st.ssm[layer_index].data(), core.data() + r0 * Vd);
+    const GdnStateRef st = step[s].gdn.at(layer_index);
+    // Run the recurrence piecewise so the state can be copied out at each snapshot point; the
+    // recurrent form gives the same bits however the tokens are split.
+    int64_t done = 0;
+    auto run = [&](int64_t upto) {
+      if (upto <= done) return;
+      const int64_t a = r0 + done, m = upto - done;
+      kernels::gdn_conv1d(qkv_raw.data() + a * C, m, C, g.conv_weight.data(), d.conv_kernel, st.conv,
+                          qkv.data() + a * C);
+      kernels::gdn_recurrent(qkv.data() + a * C, m, d, gate.data() + a * Hv, beta.data() + a * Hv, st.ssm,
+                             core.data() + a * Vd);
+      done = upto;
+    };
+    for (const StateCopyPoint& p : step[s].copies) {
+      run(p.after_tokens);
+      const GdnStateRef dst = p.dst.at(layer_index);
+      std::copy_n(st.conv, d.conv_state_elems(), dst.conv);
+      std::copy_n(st.ssm, d.state_elems(), dst.ssm);
+    }
+    run(n);
   }
   kernels::rmsnorm_gated(core.data(), z.data(), T * Hv, d.dv, g.norm_weight.data(), static_cast<float>(eps),
                          normed.data());
@@ -64,7 +80,7 @@ void gated_deltanet(const GatedDeltaNetWeights& g, const kernels::GdnDims& d, do
 }
 
 void gated_attention(const GatedAttentionWeights& w, const ModelConfig& c, const kernels::RopeConfig& rope,
-                     size_t layer_index, const std::vector<StepSequence>& step, const StepLayout& L,
+                     size_t layer_index, const std::vector<BatchSequence>& step, const StepLayout& L,
                      const uint16_t* h, uint16_t* out) {
   const int64_t T = L.rows(), D = c.head_dim, Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
   std::vector<float> scratch;
@@ -89,22 +105,16 @@ void gated_attention(const GatedAttentionWeights& w, const ModelConfig& c, const
   for (size_t s = 0; s < step.size(); ++s) {
     const int64_t r0 = L.offset[s], n = L.offset[s + 1] - r0;
     if (n == 0) continue;
-    SequenceState& st = *step[s].state;
-    kernels::KvView kv;
-    kv.dtype = st.kv_dtype;
-    kv.k = st.k[layer_index].data();
-    kv.v = st.v[layer_index].data();
-    kv.capacity = st.capacity;
-    kv.n_kv_heads = static_cast<int>(Hkv);
-    kv.head_dim = static_cast<int>(D);
-    kv.k_scale = w.k_scale;
+    kernels::KvView kv = step[s].kv.at(layer_index);
+    if (kv.n_kv_heads != Hkv || kv.head_dim != D) throw std::invalid_argument("KV view of the wrong head layout");
+    kv.k_scale = w.k_scale;  // the checkpoint's scales (1.0 when it has none, as vLLM)
     kv.v_scale = w.v_scale;
-    kernels::kv_write(kv, k.data() + r0 * Hkv * D, v.data() + r0 * Hkv * D, n, st.length);
+    kernels::kv_write(kv, k.data() + r0 * Hkv * D, v.data() + r0 * Hkv * D, n, step[s].pos0);
     kernels::AttentionSeq a;
     a.q = q.data() + r0 * Hq * D;
     a.gate = gate.data() + r0 * Hq * D;
     a.T = n;
-    a.pos0 = st.length;
+    a.pos0 = step[s].pos0;
     a.kv = kv;
     a.out = attn.data() + r0 * Hq * D;
     seqs.push_back(a);
@@ -139,14 +149,50 @@ SequenceState Qwen35MoeModel::new_sequence(int64_t capacity, kernels::KvDtype kv
 std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step,
                                            std::vector<std::vector<uint16_t>>* hidden_states) const {
   const ModelConfig& c = config();
+  std::vector<BatchSequence> batch;
+  batch.reserve(step.size());
+  for (const StepSequence& s : step) {
+    SequenceState& st = *s.state;
+    if (st.length + static_cast<int64_t>(s.tokens.size()) > st.capacity) {
+      throw std::invalid_argument("sequence of " + std::to_string(st.length + s.tokens.size()) +
+                                  " tokens exceeds its reserved capacity of " + std::to_string(st.capacity));
+    }
+    BatchSequence b;
+    b.tokens = s.tokens;
+    b.pos0 = st.length;
+    b.logits = s.all_logits ? BatchSequence::Logits::kAll : BatchSequence::Logits::kLast;
+    for (size_t l = 0; l < st.conv.size(); ++l) b.gdn.push_back({st.conv[l].data(), st.ssm[l].data()});
+    for (size_t l = 0; l < st.k.size(); ++l) {
+      kernels::KvView kv;
+      kv.dtype = st.kv_dtype;
+      kv.k = st.k[l].data();
+      kv.v = st.v[l].data();
+      kv.capacity = st.capacity;
+      kv.n_kv_heads = static_cast<int>(c.num_key_value_heads);
+      kv.head_dim = static_cast<int>(c.head_dim);
+      b.kv.push_back(kv);
+    }
+    batch.push_back(std::move(b));
+  }
+  std::vector<float> logits = forward_batch(batch, hidden_states);
+  for (const auto& s : step) s.state->length += static_cast<int64_t>(s.tokens.size());
+  return logits;
+}
+
+std::vector<float> Qwen35MoeModel::forward_batch(const std::vector<BatchSequence>& step,
+                                                 std::vector<std::vector<uint16_t>>* hidden_states) const {
+  const ModelConfig& c = config();
   const int64_t H = c.hidden_size, V = c.vocab_size;
   StepLayout L;
   L.offset.push_back(0);
   std::vector<int32_t> ids;
+  const size_t num_gdn = static_cast<size_t>(c.num_linear_attention_layers());
+  const size_t num_attn = static_cast<size_t>(c.num_full_attention_layers());
   for (const auto& s : step) {
-    if (s.state->length + static_cast<int64_t>(s.tokens.size()) > s.state->capacity) {
-      throw std::invalid_argument("sequence of " + std::to_string(s.state->length + s.tokens.size()) +
-                                  " tokens exceeds its reserved capacity of " + std::to_string(s.state->capacity));
+    if (s.gdn.size() != num_gdn || s.kv.size() != num_attn) {
+      throw std::invalid_argument("step sequence with " + std::to_string(s.gdn.size()) + " GDN states and " +
+                                  std::to_string(s.kv.size()) + " KV views for a model with " +
+                                  std::to_string(num_gdn) + " and " + std::to_string(num_attn));
     }
     for (size_t i = 0; i < s.tokens.size(); ++i) {
       const int32_t id = s.tokens[i];
@@ -155,7 +201,7 @@ std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step
                                     std::to_string(V));
       }
       ids.push_back(id);
-      L.pos.push_back(s.state->length + static_cast<int64_t>(i));
+      L.pos.push_back(s.pos0 + static_cast<int64_t>(i));
     }
     L.offset.push_back(static_cast<int64_t>(ids.size()));
   }
@@ -187,20 +233,20 @@ std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step
   for (size_t s = 0; s < step.size(); ++s) {
     const int64_t r0 = L.offset[s], r1 = L.offset[s + 1];
     if (r1 == r0) continue;
-    if (step[s].all_logits) {
+    if (step[s].logits == BatchSequence::Logits::kAll) {
       for (int64_t r = r0; r < r1; ++r) rows.push_back(r);
-    } else {
+    } else if (step[s].logits == BatchSequence::Logits::kLast) {
       rows.push_back(r1 - 1);
     }
   }
   const int64_t R = static_cast<int64_t>(rows.size());
+  if (R == 0) return {};
   Bf16 last(static_cast<size_t>(R * H));
   for (int64_t i = 0; i < R; ++i) std::copy_n(x.data() + rows[i] * H, H, last.data() + i * H);
   kernels::rmsnorm_1p(last.data(), R, H, w_.final_norm.data(), eps, last.data());
   std::vector<float> logits(static_cast<size_t>(R * V));
   kernels::linear_bf16(last.data(), R, w_.lm_head, logits.data());
   kernels::round_bf16_inplace(logits.data(), R * V);  // HF returns bf16 logits
-  for (const auto& s : step) s.state->length += static_cast<int64_t>(s.tokens.size());
   return logits;
 }
 

@@ -16,6 +16,7 @@
 #include "checkpoint/weight_loader.h"
 #include "model/model_weights.h"
 #include "model/sequence_state.h"
+#include "model/step_batch.h"
 
 namespace fp4serve::model {
 
@@ -43,6 +44,14 @@ class Qwen35MoeModel {
   // (whose last entry is after the final norm).
   std::vector<float> forward(const std::vector<StepSequence>& step,
                              std::vector<std::vector<uint16_t>>* hidden_states = nullptr) const;
+
+  // The engine's form: each sequence's state is wherever its refs point (paged KV blocks, a state
+  // slot), positions start at pos0, snapshot copies are taken inside the step, and only the rows
+  // asked for get logits ([rows, vocab], in sequence order). Lengths are the caller's to track.
+  std::vector<float> forward_batch(const std::vector<BatchSequence>& step,
+                                   std::vector<std::vector<uint16_t>>* hidden_states = nullptr) const;
+
+  const kernels::GdnDims& gdn_dims() const { return w_.gdn_dims; }
 
  private:
   std::shared_ptr<const LoadedCheckpoint> ck_;

@@ -1,0 +1,534 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <deque>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "engine/engine_error.h"
+#include "engine/kv_cache_manager.h"
+#include "engine/model_runner.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "engine/state_pool.h"
+#include "engine/state_snapshot_store.h"
+#include "engine/stop_strings.h"
+#include "model/paged_kv_cache.h"
+#include "model/state_arena.h"
+
+namespace fp4serve::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+struct ParentTrack;
+
+// One generated sequence (a child of an n > 1 request, or the request itself).
+struct SequenceTrack {
+  ParentTrack* parent = nullptr;
+  int index = 0;
+  std::string scheduler_id;
+  SamplingParams params;
+  std::unique_ptr<tokenizer::IncrementalDetokenizer> detok;
+  std::string text;
+  std::size_t sent_bytes = 0;
+  std::size_t holdback_chars = 0;
+  int num_output = 0;
+  bool finished = false;
+  std::string finish_reason;
+  StopReason stop_reason;
+  StopReason token_stop_reason;  // set by the stop checker when a stop token ends the sequence
+  Clock::time_point last_token_time{};
+};
+
+struct ParentTrack {
+  std::string id;
+  std::shared_ptr<OutputChannel> channel;
+  std::vector<std::unique_ptr<SequenceTrack>> seqs;
+  int unfinished = 0;
+  int num_prompt_tokens = 0;
+  int num_cached_tokens = -1;
+  Clock::time_point arrival{};
+  bool scheduled_once = false;
+  bool first_token_seen = false;
+  std::string last_finish_reason;
+  RequestOutput pending;  // deltas gathered during the current step
+};
+
+const char* kv_dtype_name(kernels::KvDtype d) { return d == kernels::KvDtype::kBf16 ? "bf16" : "fp8_e4m3"; }
+
+}  // namespace
+
+struct Engine::Impl {
+  Impl(std::shared_ptr<const model::Qwen35MoeModel> m, std::shared_ptr<const tokenizer::Tokenizer> t,
+       const EngineConfig& c, const CachePlan& plan, const EngineInfo& info)
+      : model(std::move(m)),
+        tok(std::move(t)),
+        config(c),
+        info(info),
+        snapshots(plan.num_snapshots),
+        kv(KvCacheConfig{c.block_size, plan.num_kv_blocks, info.max_model_len, c.enable_prefix_caching},
+           c.enable_prefix_caching && plan.num_snapshots >= 0 && model->config().num_linear_attention_layers() > 0
+               ? &snapshots
+               : nullptr),
+        slots(plan.num_state_slots),
+        scheduler(SchedulerConfig{c.max_num_batched_tokens, plan.max_num_seqs, info.max_model_len,
+                                  c.long_prefill_token_threshold, c.enable_prefix_caching ? c.snapshot_interval : 0},
+                  kv, slots,
+                  c.enable_prefix_caching && model->config().num_linear_attention_layers() > 0 ? &snapshots : nullptr,
+                  [this](const Request& r) { return stop_token_check(r); }),
+        sampler(make_sampler_config()),
+        runner(*model, ModelRunnerConfig{plan.num_kv_blocks, c.block_size, c.kv_dtype, plan.num_state_slots,
+                                         plan.num_snapshots}) {
+    stats.request_prompt_tokens = Histogram(one_two_five_buckets(info.max_model_len));
+    stats.request_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
+    stats.last_progress = Clock::now();
+  }
+
+  SamplerConfig make_sampler_config() const {
+    SamplerConfig sc;
+    sc.vocab_size = info.vocab_size;
+    sc.valid_vocab_size = info.valid_vocab_size;
+    sc.eos_token_ids = config.generation_eos_token_ids;
+    if (config.eos_token_id >= 0 &&
+        std::find(sc.eos_token_ids.begin(), sc.eos_token_ids.end(), config.eos_token_id) == sc.eos_token_ids.end())
+      sc.eos_token_ids.push_back(config.eos_token_id);
+    sc.seed = config.seed;
+    return sc;
+  }
+
+  static SequenceTrack* track_of(const Request& r) { return static_cast<SequenceTrack*>(r.user_data.get()); }
+
+  // vLLM check_stop after max_tokens/max_model_len: min_tokens, EOS, stop token ids.
+  bool stop_token_check(const Request& r) {
+    SequenceTrack* seq = track_of(r);
+    const SamplingParams& p = seq->params;
+    if (r.num_output_tokens() < p.min_tokens) return false;
+    const std::int64_t token = r.output_token_ids().back();
+    if (!p.ignore_eos && token == config.eos_token_id) {
+      seq->token_stop_reason = std::monostate{};
+      return true;
+    }
+    if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end()) {
+      seq->token_stop_reason = token;
+      return true;
+    }
+    return false;
+  }
+
+  // ---- engine thread ----
+  void run() {
+    while (true) {
+      std::deque<EngineRequest> incoming;
+      std::vector<std::string> aborts;
+      bool hard_stop = false;
+      {
+        std::unique_lock lock(inbox_mutex);
+        const bool busy = scheduler.has_unfinished_requests() && !debug_stall.load();
+        if (!busy) {
+          wake.wait_for(lock, std::chrono::milliseconds(50),
+                        [&] { return !inbox.empty() || !abort_inbox.empty() || stop_hard; });
+        }
+        incoming.swap(inbox);
+        aborts.swap(abort_inbox);
+        hard_stop = stop_hard;
+      }
+      for (EngineRequest& r : incoming) {
+        std::shared_ptr<OutputChannel> channel;
+        {
+          std::lock_guard lock(inbox_mutex);
+          channel = channels_pending.at(r.id);
+          channels_pending.erase(r.id);
+        }
+        if (parents.count(r.id)) {
+          RequestOutput out;
+          out.request_id = r.id;
+          out.finished = true;
+          out.error = fmt::format("request id {} is already running", r.id);
+          channel->push(std::move(out));
+          continue;
+        }
+        admit(std::move(r), std::move(channel));
+      }
+      for (const std::string& id : aborts) abort_parent(id, std::nullopt);
+      if (!incoming.empty() || !aborts.empty()) publish(true);
+      if (hard_stop) {
+        std::vector<std::string> ids;
+        for (const auto& [id, _] : parents) ids.push_back(id);
+        for (const std::string& id : ids) abort_parent(id, std::string("server shutting down"));
+        publish(false);
+        return;
+      }
+      if (!scheduler.has_unfinished_requests() || debug_stall.load()) {
+        publish(scheduler.has_unfinished_requests());
+        if (debug_stall.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+      try {
+        step();
+      } catch (const std::exception& e) {
+        // A bug or an impossible input slipped through: fail every request loudly rather than hang.
+        spdlog::error("engine step failed: {}; aborting all requests", e.what());
+        std::vector<std::string> ids;
+        for (const auto& [id, _] : parents) ids.push_back(id);
+        for (const std::string& id : ids) abort_parent(id, fmt::format("engine error: {}", e.what()));
+        publish(scheduler.has_unfinished_requests());
+      }
+    }
+  }
+
+  void admit(EngineRequest req, std::shared_ptr<OutputChannel> channel) {
+    auto parent = std::make_unique<ParentTrack>();
+    parent->id = req.id;
+    parent->channel = std::move(channel);
+    parent->arrival = req.arrival_time;
+    parent->num_prompt_tokens = static_cast<int>(req.prompt_token_ids.size());
+    SamplingParams params = req.params;
+    if (!params.ignore_eos) {
+      for (std::int64_t id : config.generation_eos_token_ids) {
+        if (id == config.eos_token_id) continue;
+        if (std::find(params.stop_token_ids.begin(), params.stop_token_ids.end(), id) == params.stop_token_ids.end())
+          params.stop_token_ids.push_back(id);
+      }
+    }
+    const int n = static_cast<int>(std::max<std::int64_t>(1, params.n));
+    const int room = info.max_model_len - parent->num_prompt_tokens;
+    const int max_tokens = static_cast<int>(std::min<std::int64_t>(params.max_tokens.value_or(room), room));
+    for (int i = 0; i < n; ++i) {
+      auto seq = std::make_unique<SequenceTrack>();
+      seq->parent = parent.get();
+      seq->index = i;
+      seq->scheduler_id = n == 1 ? req.id : fmt::format("{}_{}", i, req.id);
+      seq->params = n == 1 ? params : child_sampling_params(params, i);
+      seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
+      seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
+      Request& r = scheduler.add_request(seq->scheduler_id, req.prompt_token_ids, std::max(1, max_tokens));
+      r.cache_salt_hash = req.cache_salt_hash;
+      // The Request owns nothing: the track lives in the parent; an aliasing pointer with no owner.
+      r.user_data = std::shared_ptr<void>(std::shared_ptr<void>{}, seq.get());
+      parent->seqs.push_back(std::move(seq));
+    }
+    parent->unfinished = n;
+    parents.emplace(parent->id, std::move(parent));
+  }
+
+  // Client cancel (error empty) or engine-side end (error set): every unfinished sequence ends with
+  // "abort" and the channel gets the final output.
+  void abort_parent(const std::string& id, std::optional<std::string> error) {
+    auto it = parents.find(id);
+    if (it == parents.end()) return;
+    ParentTrack& p = *it->second;
+    for (auto& seq : p.seqs) {
+      if (seq->finished) continue;
+      scheduler.abort_request(seq->scheduler_id);
+      finish_sequence(p, *seq, "abort", std::monostate{});
+      SequenceDelta d;
+      d.index = seq->index;
+      d.finish_reason = "abort";
+      p.pending.deltas.push_back(std::move(d));
+    }
+    p.pending.error = std::move(error);
+    flush_parent(it, Clock::now());
+  }
+
+  void finish_sequence(ParentTrack& p, SequenceTrack& seq, const std::string& reason, StopReason stop) {
+    seq.finished = true;
+    seq.finish_reason = reason;
+    seq.stop_reason = std::move(stop);
+    --p.unfinished;
+    p.last_finish_reason = reason;
+  }
+
+  void step() {
+    const SchedulerOutput& out = scheduler.schedule();
+    if (out.scheduled.empty()) {
+      scheduler.update_from_output({});
+      publish(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      return;
+    }
+    const Clock::time_point started = Clock::now();
+    for (const ScheduledRequest& s : out.scheduled) {
+      ParentTrack& p = *track_of(*s.request)->parent;
+      if (!p.scheduled_once) {
+        p.scheduled_once = true;
+        stats_pending_queue.push_back(seconds(started - p.arrival));
+      }
+    }
+    std::vector<float> logits = runner.execute(out);
+    std::vector<SampleInput> inputs;
+    std::vector<std::int32_t> tokens(out.scheduled.size(), -1);
+    const std::size_t V = static_cast<std::size_t>(info.vocab_size);
+    for (const ScheduledRequest& s : out.scheduled) {
+      if (!s.needs_logits) continue;
+      const std::size_t row = inputs.size();
+      SampleInput in;
+      in.logits = std::span<float>(logits.data() + row * V, V);
+      in.params = &track_of(*s.request)->params;
+      in.prompt_ids = s.request->prompt_token_ids();
+      in.output_ids = s.request->output_token_ids();
+      inputs.push_back(in);
+    }
+    std::vector<SampleOutput> sampled = sampler.sample(inputs);
+    for (std::size_t i = 0, row = 0; i < out.scheduled.size(); ++i) {
+      if (out.scheduled[i].needs_logits) tokens[i] = sampled[row++].token;
+    }
+    const int step_tokens = out.total_num_scheduled_tokens;
+    const std::vector<StepResult>& results = scheduler.update_from_output(tokens);
+    const Clock::time_point now = Clock::now();
+    std::vector<ParentTrack*> touched;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const StepResult& res = results[i];
+      SequenceTrack& seq = *track_of(*res.request);
+      ParentTrack& p = *seq.parent;
+      if (p.num_cached_tokens < 0) p.num_cached_tokens = std::max(0, res.request->num_cached_tokens);
+      on_token(seq, *res.request, res, sampled[i], now);
+      if (std::find(touched.begin(), touched.end(), &p) == touched.end()) touched.push_back(&p);
+    }
+    for (ParentTrack* p : touched) flush_parent(parents.find(p->id), now);
+    {
+      std::lock_guard lock(stats_mutex);
+      stats.iteration_tokens.observe(step_tokens);
+      for (double q : stats_pending_queue) stats.request_queue_time.observe(q);
+      stats_pending_queue.clear();
+      if (!results.empty()) stats.last_progress = now;
+    }
+    publish(true);
+  }
+
+  void on_token(SequenceTrack& seq, const Request& r, const StepResult& res, SampleOutput& sample,
+                Clock::time_point now) {
+    ParentTrack& p = *seq.parent;
+    ++seq.num_output;
+    {
+      std::lock_guard lock(stats_mutex);
+      if (!p.first_token_seen) stats.time_to_first_token.observe(seconds(now - p.arrival));
+      else if (seq.num_output > 1) stats.inter_token_latency.observe(seconds(now - seq.last_token_time));
+    }
+    p.first_token_seen = true;
+    seq.last_token_time = now;
+    const SamplingParams& params = seq.params;
+    const bool stopped_by_token = res.status == RequestStatus::kFinishedStopped;
+    const bool length_capped = res.status == RequestStatus::kFinishedLength;
+    // vLLM: a stop token's own text is not detokenized unless include_stop_str_in_output.
+    std::size_t check_from = seq.text.size();
+    if (!(stopped_by_token && !params.include_stop_str_in_output)) seq.text += seq.detok->step(res.token);
+    if (params.min_tokens > 0 && seq.num_output <= params.min_tokens) check_from = seq.text.size();
+    SequenceDelta d;
+    d.index = seq.index;
+    d.token_ids.push_back(res.token);
+    if (sample.logprobs) d.logprobs.push_back(std::move(*sample.logprobs));
+    if (!stopped_by_token && seq.num_output > params.min_tokens) {
+      if (auto match = find_stop_string(seq.text, seq.text.size() - check_from, params.stop,
+                                        params.include_stop_str_in_output)) {
+        seq.text.resize(match->truncate_to);
+        if (!length_capped) scheduler.abort_request(r.id());
+        finish_sequence(p, seq, "stop", match->stop);
+      }
+    }
+    if (!seq.finished && stopped_by_token) finish_sequence(p, seq, "stop", seq.token_stop_reason);
+    if (!seq.finished && length_capped) finish_sequence(p, seq, "length", std::monostate{});
+    const std::size_t end =
+        seq.finished ? seq.text.size()
+                     : std::max(seq.sent_bytes, without_last_chars(seq.text, seq.holdback_chars));
+    if (end > seq.sent_bytes) d.text = seq.text.substr(seq.sent_bytes, end - seq.sent_bytes);
+    seq.sent_bytes = std::max(seq.sent_bytes, end);
+    if (seq.finished) {
+      d.finish_reason = seq.finish_reason;
+      d.stop_reason = seq.stop_reason;
+    }
+    p.pending.deltas.push_back(std::move(d));
+  }
+
+  void flush_parent(std::unordered_map<std::string, std::unique_ptr<ParentTrack>>::iterator it,
+                    Clock::time_point now) {
+    ParentTrack& p = *it->second;
+    RequestOutput out = std::move(p.pending);
+    p.pending = RequestOutput{};
+    out.request_id = p.id;
+    out.num_prompt_tokens = p.num_prompt_tokens;
+    out.num_cached_tokens = std::max(0, p.num_cached_tokens);
+    out.finished = p.unfinished == 0;
+    const bool finished = out.finished;
+    if (finished) {
+      std::lock_guard lock(stats_mutex);
+      std::int64_t generated = 0;
+      for (const auto& s : p.seqs) generated += s->num_output;
+      stats.e2e_request_latency.observe(seconds(now - p.arrival));
+      stats.request_prompt_tokens.observe(p.num_prompt_tokens);
+      stats.request_generation_tokens.observe(static_cast<double>(generated));
+      ++stats.requests_finished[out.error ? "error" : p.last_finish_reason];
+    }
+    outbox.emplace_back(p.channel, std::move(out));
+    if (finished) parents.erase(it);
+  }
+
+  // Stats first, then the outputs: a consumer that sees its request finish sees stats that
+  // include it (and the resources it freed).
+  void publish(bool has_work) {
+    refresh_stats(has_work);
+    for (auto& [channel, out] : outbox) channel->push(std::move(out));
+    outbox.clear();
+  }
+
+  void refresh_stats(bool has_work) {
+    std::lock_guard lock(stats_mutex);
+    fill_stats_locked(has_work);
+  }
+
+  void fill_stats_locked(bool has_work) {
+    stats.scheduler = scheduler.metrics();
+    stats.has_work = has_work && scheduler.has_unfinished_requests();
+    if (!stats.has_work) stats.last_progress = Clock::now();
+    stats.num_steps = stats.scheduler.num_steps;
+  }
+
+  std::shared_ptr<const model::Qwen35MoeModel> model;
+  std::shared_ptr<const tokenizer::Tokenizer> tok;
+  EngineConfig config;
+  EngineInfo info;
+  StateSnapshotStore snapshots;
+  KvCacheManager kv;
+  StateSlotPool slots;
+  Scheduler scheduler;
+  Sampler sampler;
+  ModelRunner runner;
+  std::unordered_map<std::string, std::unique_ptr<ParentTrack>> parents;  // engine thread only
+  std::vector<double> stats_pending_queue;
+  std::vector<std::pair<std::shared_ptr<OutputChannel>, RequestOutput>> outbox;
+
+  // Inbox (any thread).
+  std::mutex inbox_mutex;
+  std::condition_variable wake;
+  std::deque<EngineRequest> inbox;
+  std::vector<std::string> abort_inbox;
+  std::unordered_map<std::string, std::shared_ptr<OutputChannel>> channels_pending;  // under inbox_mutex
+  bool accepting = true;
+  bool stop_hard = false;
+  std::atomic<bool> debug_stall{false};
+
+  mutable std::mutex stats_mutex;
+  EngineStats stats;
+
+  std::thread thread;
+};
+
+Engine::Engine(std::shared_ptr<const model::Qwen35MoeModel> model, std::shared_ptr<const tokenizer::Tokenizer> tok,
+               EngineConfig config) {
+  const ModelConfig& mc = model->config();
+  if (config.max_model_len <= 0) config.max_model_len = static_cast<int>(mc.max_position_embeddings);
+  if (config.block_size <= 0) throw EngineConfigError("--block-size must be positive");
+  if (config.snapshot_interval % config.block_size != 0)
+    throw EngineConfigError(fmt::format("the GDN snapshot interval ({}) must be a multiple of the block size ({})",
+                                        config.snapshot_interval, config.block_size));
+  const int num_gdn = static_cast<int>(mc.num_linear_attention_layers());
+  const int num_attn = static_cast<int>(mc.num_full_attention_layers());
+  CachePlanInput in;
+  in.budget_bytes = config.cache_memory_bytes;
+  in.max_num_seqs = config.max_num_seqs;
+  in.max_num_seqs_explicit = config.max_num_seqs > 0;
+  in.max_model_len = config.max_model_len;
+  in.block_size = config.block_size;
+  in.kv_block_bytes = model::PagedKvCache::block_bytes(num_attn, config.block_size,
+                                                      static_cast<int>(mc.num_key_value_heads),
+                                                      static_cast<int>(mc.head_dim), config.kv_dtype);
+  in.state_bytes_per_seq = num_gdn > 0 ? model::GdnStateArena::entry_bytes(num_gdn, model->gdn_dims()) : 0;
+  in.prefix_caching = config.enable_prefix_caching;
+  in.snapshot_fraction = config.snapshot_fraction;
+  in.num_kv_blocks_override = config.num_kv_blocks_override;
+  in.kv_dtype_name = kv_dtype_name(config.kv_dtype);
+  const CachePlan plan = plan_cache(in);
+  if (config.max_num_batched_tokens < 1) throw EngineConfigError("--max-num-batched-tokens must be at least 1");
+  info_.max_model_len = config.max_model_len;
+  info_.max_num_seqs = plan.max_num_seqs;
+  info_.max_num_batched_tokens = config.max_num_batched_tokens;
+  info_.block_size = config.block_size;
+  info_.vocab_size = mc.vocab_size;
+  info_.valid_vocab_size = std::min<std::int64_t>(mc.vocab_size, tok->vocab_size());
+  info_.cache = plan;
+  info_.prefix_caching = config.enable_prefix_caching;
+  info_.kv_cache_dtype = kv_dtype_name(config.kv_dtype);
+  impl_ = std::make_unique<Impl>(std::move(model), std::move(tok), config, plan, info_);
+  impl_->thread = std::thread([this] { impl_->run(); });
+}
+
+Engine::~Engine() { shutdown(std::chrono::milliseconds(0)); }
+
+std::shared_ptr<OutputChannel> Engine::submit(EngineRequest request) {
+  Impl& m = *impl_;
+  if (request.prompt_token_ids.empty())
+    throw EngineRejected(EngineRejected::Reason::kInvalid, "the prompt is empty");
+  for (std::int32_t id : request.prompt_token_ids) {
+    if (id < 0 || id >= info_.vocab_size)
+      throw EngineRejected(EngineRejected::Reason::kInvalid,
+                           fmt::format("token id {} is out of vocabulary (size {})", id, info_.vocab_size));
+  }
+  if (static_cast<int>(request.prompt_token_ids.size()) >= info_.max_model_len)
+    throw EngineRejected(EngineRejected::Reason::kInvalid,
+                         fmt::format("the prompt ({} tokens) leaves no room to generate within max_model_len {}",
+                                     request.prompt_token_ids.size(), info_.max_model_len));
+  auto channel = std::make_shared<OutputChannel>();
+  {
+    std::lock_guard lock(m.inbox_mutex);
+    if (!m.accepting) throw EngineRejected(EngineRejected::Reason::kShuttingDown, "the server is shutting down");
+    int waiting;
+    {
+      std::lock_guard stats_lock(m.stats_mutex);
+      waiting = m.stats.scheduler.num_waiting;
+    }
+    if (waiting + static_cast<int>(m.inbox.size()) >= m.config.max_waiting_requests)
+      throw EngineRejected(EngineRejected::Reason::kOverloaded,
+                           fmt::format("the waiting queue is full ({} requests)", m.config.max_waiting_requests));
+    if (m.channels_pending.count(request.id))
+      throw EngineRejected(EngineRejected::Reason::kInvalid, fmt::format("duplicate request id {}", request.id));
+    m.channels_pending.emplace(request.id, channel);
+    m.inbox.push_back(std::move(request));
+  }
+  m.wake.notify_one();
+  return channel;
+}
+
+void Engine::abort(const std::string& request_id) {
+  {
+    std::lock_guard lock(impl_->inbox_mutex);
+    impl_->abort_inbox.push_back(request_id);
+  }
+  impl_->wake.notify_one();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(impl_->stats_mutex);
+  EngineStats s = impl_->stats;
+  std::lock_guard inbox_lock(impl_->inbox_mutex);
+  s.scheduler.num_waiting += static_cast<int>(impl_->inbox.size());
+  if (!impl_->inbox.empty()) s.has_work = true;
+  return s;
+}
+
+void Engine::shutdown(std::chrono::milliseconds drain) {
+  if (!impl_ || !impl_->thread.joinable()) return;
+  {
+    std::lock_guard lock(impl_->inbox_mutex);
+    impl_->accepting = false;
+  }
+  const auto deadline = Clock::now() + drain;
+  while (Clock::now() < deadline && stats().has_work) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  {
+    std::lock_guard lock(impl_->inbox_mutex);
+    impl_->stop_hard = true;
+  }
+  impl_->wake.notify_one();
+  impl_->thread.join();
+}
+
+void Engine::set_debug_stall(bool stalled) {
+  impl_->debug_stall = stalled;
+  impl_->wake.notify_one();
+}
+
+void Engine::set_corrupt_gdn_state(bool on) { impl_->runner.set_corrupt_gdn_state(on); }
+
+}  // namespace fp4serve::engine

@@ -1,0 +1,35 @@
+// A consistent snapshot of what the engine measures, for /metrics, the periodic stats log line and
+// the /health watchdog. Taken under the engine's stats lock; cheap to copy.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "engine/histogram.h"
+#include "engine/scheduler_metrics.h"
+
+namespace fp4serve::engine {
+
+struct EngineStats {
+  SchedulerMetrics scheduler;  // gauges and token/preemption counters
+  // Finished requests by finish_reason ("stop", "length", "abort", "error"):
+  // vllm:request_success_total{finished_reason=...}.
+  std::map<std::string, std::int64_t> requests_finished;
+  Histogram time_to_first_token{ttft_buckets_seconds()};
+  Histogram inter_token_latency{inter_token_buckets_seconds()};
+  Histogram e2e_request_latency{request_latency_buckets_seconds()};
+  Histogram request_queue_time{request_latency_buckets_seconds()};
+  Histogram iteration_tokens{iteration_tokens_buckets()};
+  Histogram request_prompt_tokens;      // 1-2-5 buckets up to max_model_len
+  Histogram request_generation_tokens;  // same
+  // The watchdog's signal: when the engine last finished a step that produced a token (or went
+  // idle), and whether work is waiting or running now. Wedged = has_work and now - last_progress
+  // exceeds the stall timeout.
+  std::chrono::steady_clock::time_point last_progress{};
+  bool has_work = false;
+  std::int64_t num_steps = 0;
+};
+
+}  // namespace fp4serve::engine

@@ -1,0 +1,39 @@
+// A Prometheus-style histogram with fixed upper bounds (vLLM's bucket lists, vllm/v1/metrics/
+// loggers.py), kept by the engine and rendered by the server's /metrics exposition.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace fp4serve::engine {
+
+class Histogram {
+ public:
+  Histogram() = default;
+  explicit Histogram(std::vector<double> upper_bounds);  // ascending; +Inf is implicit
+
+  void observe(double value);
+  const std::vector<double>& upper_bounds() const { return bounds_; }
+  // counts()[i] = observations <= upper_bounds()[i] and > the previous bound (not cumulative);
+  // counts().back() is the +Inf bucket (size = bounds + 1).
+  const std::vector<std::uint64_t>& counts() const { return counts_; }
+  std::uint64_t count() const { return count_; }
+  double sum() const { return sum_; }
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<std::uint64_t> counts_ = {0};
+  std::uint64_t count_ = 0;
+  double sum_ = 0.0;
+};
+
+// vLLM's buckets.
+std::vector<double> ttft_buckets_seconds();         // vllm:time_to_first_token_seconds
+std::vector<double> inter_token_buckets_seconds();  // vllm:inter_token_latency_seconds
+std::vector<double> request_latency_buckets_seconds();  // e2e, queue, prefill, decode, inference
+std::vector<double> iteration_tokens_buckets();     // vllm:iteration_tokens_total
+// 1, 2, 5, 10, 20, 50, ... up to max_value (vLLM build_1_2_5_buckets), for per-request token counts.
+std::vector<double> one_two_five_buckets(double max_value);
+
+}  // namespace fp4serve::engine

@@ -1,0 +1,50 @@
+#include "engine/model_runner.h"
+
+#include "engine/engine_error.h"
+#include "engine/request.h"
+
+namespace fp4serve::engine {
+
+ModelRunner::ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerConfig& config)
+    : model_(&model), config_(config) {
+  const ModelConfig& c = model.config();
+  num_attention_layers_ = static_cast<int>(c.num_full_attention_layers());
+  const int num_gdn = static_cast<int>(c.num_linear_attention_layers());
+  kv_ = model::PagedKvCache(num_attention_layers_, config.num_kv_blocks, config.block_size,
+                            static_cast<int>(c.num_key_value_heads), static_cast<int>(c.head_dim), config.kv_dtype);
+  slots_ = model::GdnStateArena(config.num_state_slots, num_gdn, model.gdn_dims());
+  snapshots_ = model::GdnStateArena(config.num_snapshots, num_gdn, model.gdn_dims());
+}
+
+std::vector<float> ModelRunner::execute(const SchedulerOutput& step) {
+  std::vector<model::BatchSequence> batch;
+  batch.reserve(step.scheduled.size());
+  for (const ScheduledRequest& s : step.scheduled) {
+    if (s.state_slot < 0) throw EngineLogicError("scheduled request without a GDN state slot");
+    switch (s.state_init) {
+      case StateInit::kZero: slots_.zero(s.state_slot); break;
+      case StateInit::kRestore: slots_.copy_from(snapshots_, s.restore_snapshot_id, s.state_slot); break;
+      case StateInit::kContinue: break;
+    }
+    model::BatchSequence b;
+    b.tokens = s.request->all_token_ids().subspan(static_cast<size_t>(s.start_position),
+                                                  static_cast<size_t>(s.num_scheduled_tokens));
+    b.pos0 = s.start_position;
+    b.gdn = slots_.refs(s.state_slot);
+    for (int l = 0; l < num_attention_layers_; ++l) b.kv.push_back(kv_.view(l, s.block_table, 1.0f, 1.0f));
+    for (const SnapshotPoint& p : step.snapshots_of(s)) {
+      b.copies.push_back(model::StateCopyPoint{p.after_tokens, snapshots_.refs(p.snapshot_id)});
+    }
+    b.logits = s.needs_logits ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
+    batch.push_back(std::move(b));
+  }
+  std::vector<float> logits = model_->forward_batch(batch);
+  if (corrupt_gdn_state_) {
+    for (const ScheduledRequest& s : step.scheduled) {
+      for (const model::GdnStateRef& r : slots_.refs(s.state_slot)) r.ssm[0] += 1.0f;
+    }
+  }
+  return logits;
+}
+
+}  // namespace fp4serve::engine

@@ -1,0 +1,47 @@
+// Turns a scheduler step into a model step: owns the memory behind the scheduler's ids (the paged
+// KV cache behind block ids, the GDN state arena behind slot ids, the snapshot arena behind snapshot
+// ids), prepares each request's state (zero, restore from a snapshot, continue), runs the forward
+// and returns the logits rows of the requests that sample this step.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/scheduler_output.h"
+#include "model/paged_kv_cache.h"
+#include "model/qwen3_5_moe.h"
+#include "model/state_arena.h"
+
+namespace fp4serve::engine {
+
+struct ModelRunnerConfig {
+  int num_kv_blocks = 0;
+  int block_size = 16;
+  kernels::KvDtype kv_dtype = kernels::KvDtype::kBf16;
+  int num_state_slots = 0;
+  int num_snapshots = 0;
+};
+
+class ModelRunner {
+ public:
+  ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerConfig& config);
+
+  // Logits rows ([rows, vocab]) of the scheduled requests with needs_logits, in their order.
+  std::vector<float> execute(const SchedulerOutput& step);
+
+  const model::Qwen35MoeModel& model() const { return *model_; }
+  // Fault injection for the canary's proof (issue 7): perturbs every slot's GDN state after each
+  // step when on.
+  void set_corrupt_gdn_state(bool on) { corrupt_gdn_state_ = on; }
+
+ private:
+  const model::Qwen35MoeModel* model_;
+  ModelRunnerConfig config_;
+  int num_attention_layers_ = 0;
+  model::PagedKvCache kv_;
+  model::GdnStateArena slots_;
+  model::GdnStateArena snapshots_;
+  bool corrupt_gdn_state_ = false;
+};
+
+}  // namespace fp4serve::engine
