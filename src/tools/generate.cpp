@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -22,6 +23,8 @@
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tools/commands.h"
+#include "tools/engine_setup.h"
+#include "engine/engine.h"
 
 namespace fp4serve::tools {
 namespace {
@@ -30,13 +33,11 @@ struct GenerateOptions {
   std::string model;
   std::string prompt;
   std::string prompt_ids;
-  std::string tokenizer;  // defaults to the model directory
+  std::string batch;  // file, one prompt per line ("ids: 1,2,3" lines give token ids)
   int max_tokens = 64;
   double temperature = 0.0;
-  uint64_t seed = 0;
   bool ignore_eos = false;
-  int threads = 0;
-  std::string kv_cache_dtype = "auto";
+  EngineFlags engine;  // --tokenizer, --seed, --threads, --kv-cache-dtype and the engine's flags
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -80,12 +81,77 @@ std::unique_ptr<tokenizer::Tokenizer> maybe_tokenizer(const std::filesystem::pat
   return nullptr;
 }
 
+// --batch: every line a request, all submitted at once to the engine; prints each completion and
+// the offline throughput.
+void run_batch(const GenerateOptions& o) {
+  std::ifstream in(o.batch);
+  if (!in) throw std::runtime_error("--batch: cannot read " + o.batch);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  if (lines.empty()) throw std::runtime_error("--batch: " + o.batch + " has no prompts");
+  ServingModel sm = load_serving_model(o.model, o.engine);
+  for (const std::string& d : sm.decisions) std::fprintf(stderr, "%s\n", d.c_str());
+  engine::Engine eng(sm.model, sm.tokenizer, sm.config);
+  for (const std::string& l : eng.info().cache.log_lines) std::fprintf(stderr, "%s\n", l.c_str());
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  std::vector<std::shared_ptr<engine::OutputChannel>> channels;
+  size_t prompt_tokens = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    engine::EngineRequest r;
+    r.id = "batch-" + std::to_string(i);
+    r.prompt_token_ids = lines[i].rfind("ids:", 0) == 0 ? parse_ids(lines[i].substr(4)) : sm.tokenizer->encode(lines[i]);
+    prompt_tokens += r.prompt_token_ids.size();
+    r.params.temperature = o.temperature;
+    r.params.max_tokens = o.max_tokens;
+    r.params.ignore_eos = o.ignore_eos;
+    if (o.temperature > 0) r.params.seed = static_cast<int64_t>(o.engine.seed + i);
+    engine::SamplingLimits lim;
+    lim.vocab_size = sm.model->vocab_size();
+    if (auto err = engine::prepare_sampling_params(r.params, lim)) throw std::runtime_error(err->message);
+    channels.push_back(eng.submit(std::move(r)));
+  }
+  size_t generated = 0;
+  for (size_t i = 0; i < channels.size(); ++i) {
+    std::string text, reason;
+    while (true) {
+      auto out = channels[i]->pop(std::chrono::hours(24));
+      if (!out) continue;
+      for (const auto& d : out->deltas) {
+        text += d.text;
+        generated += d.token_ids.size();
+        if (d.finished()) reason = d.finish_reason;
+      }
+      if (out->error) throw std::runtime_error("request " + out->request_id + ": " + *out->error);
+      if (out->finished) break;
+    }
+    std::printf("[%zu] (%s) %s\n", i, reason.c_str(), text.c_str());
+  }
+  const double s = std::chrono::duration<double>(clock::now() - t0).count();
+  const engine::EngineStats st = eng.stats();
+  std::fprintf(stderr,
+               "batch: %zu prompts, %zu prompt tokens, %zu generated tokens in %.3f s: output %.2f tok/s, total %.2f "
+               "tok/s; %lld engine steps, %lld preemptions, prefix cache hits %lld of %lld tokens\n",
+               lines.size(), prompt_tokens, generated, s, static_cast<double>(generated) / s,
+               static_cast<double>(generated + prompt_tokens) / s, static_cast<long long>(st.num_steps),
+               static_cast<long long>(st.scheduler.num_preemptions),
+               static_cast<long long>(st.scheduler.prefix_cache_hits),
+               static_cast<long long>(st.scheduler.prefix_cache_queries));
+}
+
 void run_generate(const GenerateOptions& o) {
+  if (!o.batch.empty()) {
+    if (!o.prompt.empty() || !o.prompt_ids.empty()) throw std::runtime_error("--batch replaces --prompt and --prompt-ids");
+    run_batch(o);
+    return;
+  }
   if (o.prompt.empty() == o.prompt_ids.empty()) throw std::runtime_error("give exactly one of --prompt and --prompt-ids");
-  if (o.threads > 0) kernels::cpu::set_num_threads(o.threads);
+  if (o.engine.threads > 0) kernels::cpu::set_num_threads(o.engine.threads);
   auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(o.model, LoadOptions{"main", true, true}));
   const model::Qwen35MoeModel m(ck);
-  const auto tok = maybe_tokenizer(o.tokenizer.empty() ? ck->directory() : std::filesystem::path(o.tokenizer));
+  const auto tok =
+      maybe_tokenizer(o.engine.tokenizer.empty() ? ck->directory() : std::filesystem::path(o.engine.tokenizer));
   std::vector<int32_t> prompt;
   if (!o.prompt.empty()) {
     if (!tok) {
@@ -97,8 +163,8 @@ void run_generate(const GenerateOptions& o) {
     prompt = parse_ids(o.prompt_ids);
   }
   kernels::KvDtype kv = kernels::KvDtype::kBf16;
-  if (o.kv_cache_dtype == "fp8" || o.kv_cache_dtype == "fp8_e4m3") kv = kernels::KvDtype::kFp8E4M3;
-  else if (o.kv_cache_dtype != "auto" && o.kv_cache_dtype != "bfloat16")
+  if (o.engine.kv_cache_dtype == "fp8" || o.engine.kv_cache_dtype == "fp8_e4m3") kv = kernels::KvDtype::kFp8E4M3;
+  else if (o.engine.kv_cache_dtype != "auto" && o.engine.kv_cache_dtype != "bfloat16")
     throw std::runtime_error("--kv-cache-dtype must be auto, bfloat16, fp8 or fp8_e4m3");
   std::fprintf(stderr, "model: %s, %lld layers, vocab %lld; %zu prompt tokens; %d threads, %s kernels\n",
                ck->directory().c_str(), static_cast<long long>(m.config().num_hidden_layers),
@@ -108,7 +174,7 @@ void run_generate(const GenerateOptions& o) {
   const auto& eos = ck->generation_config().eos_token_ids.empty() ? m.config().eos_token_ids
                                                                    : ck->generation_config().eos_token_ids;
   auto state = m.new_sequence(static_cast<int64_t>(prompt.size()) + o.max_tokens, kv);
-  std::mt19937_64 rng(o.seed);
+  std::mt19937_64 rng(o.engine.seed);
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detok;
   if (tok) detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, tokenizer::DetokenizerOptions{}, prompt);
 
@@ -159,13 +225,11 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--model,-m", o->model, "model directory or Hugging Face id in the local cache")->required();
   cmd->add_option("--prompt,-p", o->prompt, "prompt text (needs the model's tokenizer.json)");
   cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids");
-  cmd->add_option("--tokenizer", o->tokenizer, "tokenizer.json or its directory (default: the model directory)");
+  cmd->add_option("--batch", o->batch, "file with one prompt per line, run through the engine (continuous batching)");
   cmd->add_option("-n,--max-tokens", o->max_tokens, "tokens to generate")->check(CLI::PositiveNumber);
   cmd->add_option("--temperature", o->temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seed", o->seed, "sampling seed");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-sequence tokens");
-  cmd->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::PositiveNumber);
-  cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "auto|bfloat16|fp8");
+  add_engine_flags(*cmd, o->engine);
   cmd->callback([o] { run_generate(*o); });
 }
 

@@ -1,4 +1,5 @@
 // `fp4serve inspect` and `fp4serve generate` as a user runs them, on the tiny reference models.
+#include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -79,6 +80,36 @@ TEST(GenerateCli, BadInputIsRefusedWithAReason) {
   r = run_fp4serve("generate --model " + kModels + "tiny-bf16 --prompt-ids 1,x");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("'x' is not a token id"));
+}
+
+
+TEST(GenerateCli, BatchRunsEveryLineThroughTheEngineWithTheSameTokensAsAlone) {
+  const std::string file = ::testing::TempDir() + "/fp4serve_batch_prompts.txt";
+  {
+    std::ofstream out(file);
+    out << "ids: 70,272,78,216\nids: 5,6,7\n\nids: 100,200,300,400,500,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17\n";
+  }
+  const std::string tok = std::string(FP4SERVE_SOURCE_DIR) + "/.cache/tokenizers/qwen3.5";
+  const auto r = run_fp4serve("generate --model " + kModels + "tiny-bf16 --tokenizer " + tok + " --batch " + file +
+                              " -n 6 --ignore-eos --kv-cache-memory 32MiB --max-model-len 128");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("CPU KV cache size: "));
+  EXPECT_THAT(r.output, HasSubstr("Maximum concurrency for 128 tokens per request"));
+  EXPECT_THAT(r.output, HasSubstr("batch: 3 prompts, 29 prompt tokens, 18 generated tokens"));
+  // The first line's text is what a lone greedy run decodes to.
+  const auto alone = run_fp4serve("generate --model " + kModels + "tiny-bf16 --tokenizer " + tok +
+                                  " --prompt-ids 70,272,78,216 -n 6 --ignore-eos");
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  // Its second line is the text (the first is the "model: ..." line on stderr). The lone run flushes
+  // bytes held back at the end and the engine does not (as vLLM), so the engine's is a prefix.
+  const size_t l1 = alone.output.find('\n') + 1;
+  const std::string alone_text = alone.output.substr(l1, alone.output.find('\n', l1) - l1);
+  const size_t at = r.output.find("[0] (length) ");
+  ASSERT_NE(at, std::string::npos);
+  const size_t from = at + 13;
+  const std::string batch_text = r.output.substr(from, r.output.find('\n', from) - from);
+  EXPECT_FALSE(batch_text.empty());
+  EXPECT_EQ(alone_text.substr(0, batch_text.size()), batch_text);
 }
 
 }  // namespace
