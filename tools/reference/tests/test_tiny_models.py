@@ -290,3 +290,16 @@ def test_quantized_goldens_track_bf16(fmt, min_corr):
     b = golden_array(doc, blob, "prompt3/f32/logits").ravel()
     assert not np.array_equal(a, b)
     assert np.corrcoef(a, b)[0, 1] > min_corr  # measured: fp8 0.97, nvfp4 0.95, int4 0.87
+
+
+def test_bf16_greedy_goldens_have_clear_margins():
+    """make_tiny_models.py chose the prompts so that fp4serve's exact greedy test is fair
+    (greedy_margins.py): transformers' bf16 and f32 runs give the same 64 tokens for every prompt and
+    every step's top-2 margin is at least the recorded threshold in both."""
+    doc, _ = load_goldens("bf16")
+    threshold = doc["min_greedy_margin"]
+    assert threshold >= 0.35
+    for i, (b, f) in enumerate(zip(doc["runs"]["bf16"], doc["runs"]["f32"])):
+        assert b["greedy_tokens"] == f["greedy_tokens"], i
+        assert min(b["greedy_top2_margins"]) >= threshold, (i, min(b["greedy_top2_margins"]))
+        assert min(f["greedy_top2_margins"]) >= threshold, (i, min(f["greedy_top2_margins"]))
