@@ -52,6 +52,9 @@ struct ParentTrack {
   int num_prompt_tokens = 0;
   int num_cached_tokens = -1;
   Clock::time_point arrival{};
+  Clock::time_point first_scheduled{}, first_token{}, last_token{};
+  int n = 1;
+  int max_tokens = 0;
   bool scheduled_once = false;
   bool first_token_seen = false;
   std::string last_finish_reason;
@@ -85,6 +88,8 @@ struct Engine::Impl {
                                          plan.num_snapshots}) {
     stats.request_prompt_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
+    stats.request_max_num_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
+    stats.request_params_max_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.last_progress = Clock::now();
   }
 
@@ -212,6 +217,8 @@ struct Engine::Impl {
       parent->seqs.push_back(std::move(seq));
     }
     parent->unfinished = n;
+    parent->n = n;
+    parent->max_tokens = std::max(1, max_tokens);
     parents.emplace(parent->id, std::move(parent));
   }
 
@@ -255,6 +262,7 @@ struct Engine::Impl {
       ParentTrack& p = *track_of(*s.request)->parent;
       if (!p.scheduled_once) {
         p.scheduled_once = true;
+        p.first_scheduled = started;
         stats_pending_queue.push_back(seconds(started - p.arrival));
       }
     }
@@ -308,7 +316,9 @@ struct Engine::Impl {
       if (!p.first_token_seen) stats.time_to_first_token.observe(seconds(now - p.arrival));
       else if (seq.num_output > 1) stats.inter_token_latency.observe(seconds(now - seq.last_token_time));
     }
+    if (!p.first_token_seen) p.first_token = now;
     p.first_token_seen = true;
+    p.last_token = now;
     seq.last_token_time = now;
     const SamplingParams& params = seq.params;
     const bool stopped_by_token = res.status == RequestStatus::kFinishedStopped;
@@ -356,8 +366,21 @@ struct Engine::Impl {
     if (finished) {
       std::lock_guard lock(stats_mutex);
       std::int64_t generated = 0;
-      for (const auto& s : p.seqs) generated += s->num_output;
+      int longest = 0;
+      for (const auto& s : p.seqs) {
+        generated += s->num_output;
+        longest = std::max(longest, s->num_output);
+      }
       stats.e2e_request_latency.observe(seconds(now - p.arrival));
+      if (p.first_token_seen) {
+        stats.request_prefill_time.observe(seconds(p.first_token - p.first_scheduled));
+        stats.request_decode_time.observe(seconds(p.last_token - p.first_token));
+        stats.request_inference_time.observe(seconds(p.last_token - p.first_scheduled));
+        if (longest > 1) stats.request_time_per_output_token.observe(seconds(p.last_token - p.first_token) / (longest - 1));
+      }
+      stats.request_params_n.observe(p.n);
+      stats.request_params_max_tokens.observe(p.max_tokens);
+      stats.request_max_num_generation_tokens.observe(longest);
       stats.request_prompt_tokens.observe(p.num_prompt_tokens);
       stats.request_generation_tokens.observe(static_cast<double>(generated));
       ++stats.requests_finished[out.error ? "error" : p.last_finish_reason];
@@ -471,6 +494,7 @@ std::shared_ptr<OutputChannel> Engine::submit(EngineRequest request) {
                          fmt::format("the prompt ({} tokens) leaves no room to generate within max_model_len {}",
                                      request.prompt_token_ids.size(), info_.max_model_len));
   auto channel = std::make_shared<OutputChannel>();
+  if (request.notifier) channel->set_notifier(std::move(request.notifier));
   {
     std::lock_guard lock(m.inbox_mutex);
     if (!m.accepting) throw EngineRejected(EngineRejected::Reason::kShuttingDown, "the server is shutting down");

@@ -64,6 +64,9 @@ struct EngineRequest {
   std::uint64_t cache_salt_hash = 0;
   tokenizer::DetokenizerOptions detokenize;
   std::chrono::steady_clock::time_point arrival_time = std::chrono::steady_clock::now();
+  // Called on the engine thread after each output is queued on the request's channel (set before
+  // the request is queued, so no output can be missed). Must not block.
+  std::function<void()> notifier;
 };
 
 // submit() refusals: the server maps kOverloaded to 503, the others to 400 / 503.

@@ -22,8 +22,15 @@ struct EngineStats {
   Histogram e2e_request_latency{request_latency_buckets_seconds()};
   Histogram request_queue_time{request_latency_buckets_seconds()};
   Histogram iteration_tokens{iteration_tokens_buckets()};
+  Histogram request_prefill_time{request_latency_buckets_seconds()};    // first scheduled -> first token
+  Histogram request_decode_time{request_latency_buckets_seconds()};     // first token -> last token
+  Histogram request_inference_time{request_latency_buckets_seconds()};  // first scheduled -> last token
+  Histogram request_time_per_output_token{inter_token_buckets_seconds()};  // decode time / (tokens - 1)
+  Histogram request_params_n{{1, 2, 5, 10, 20}};
   Histogram request_prompt_tokens;      // 1-2-5 buckets up to max_model_len
   Histogram request_generation_tokens;  // same
+  Histogram request_max_num_generation_tokens;  // same: the longest of the request's n sequences
+  Histogram request_params_max_tokens;          // same
   // The watchdog's signal: when the engine last finished a step that produced a token (or went
   // idle), and whether work is waiting or running now. Wedged = has_work and now - last_progress
   // exceeds the stall timeout.

@@ -24,10 +24,18 @@ SynthDims SynthDims::tiny() {
   return d;
 }
 
-std::vector<std::string> preset_names() { return {"qwen3.6-35b-a3b"}; }
+SynthDims SynthDims::demo() {
+  SynthDims d = tiny();
+  d.vocab_size = 248320;
+  d.special_token_base = 248044;
+  return d;
+}
+
+std::vector<std::string> preset_names() { return {"qwen3.6-35b-a3b", "demo"}; }
 
 SynthDims preset_dims(std::string_view name) {
   if (name == "qwen3.6-35b-a3b") return SynthDims::qwen36_35b_a3b();
+  if (name == "demo") return SynthDims::demo();
   std::string known;
   for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
   throw std::invalid_argument("unknown preset '" + std::string(name) + "' (known: " + known + ")");

@@ -41,6 +41,10 @@ struct SynthDims {
   // A model small enough for unit tests that still satisfies every format's divisibility rules
   // (NVFP4: K % 16; INT4 group 128: K % 128 and N % 8 for every quantized linear).
   static SynthDims tiny();
+  // The built-in demo model of `fp4serve serve` without a MODEL: tiny widths but the real
+  // vocabulary and special token ids, so the real tokenizer and chat template work with it
+  // (random weights: it answers with fluent-looking nonsense). ~130 MB in bf16.
+  static SynthDims demo();
 };
 
 // Names accepted by --preset.

@@ -108,6 +108,23 @@ TEST(Engine, GreedyOutputDoesNotDependOnBatchBudgetOrPrefixHits) {
   }
 }
 
+TEST(Engine, NextChatTurnResumesFromThePreviousTurnsState) {
+  std::mt19937 rng(23);
+  const auto prompt = random_prompt(rng, 100);
+  Engine engine(tiny_model(), qwen_tokenizer(), small_engine_config());
+  const Finished first = collect(*engine.submit(greedy_request("turn1", prompt, 20)));
+  ASSERT_EQ(first.num_cached_tokens, 0);
+  // Turn 2 = turn 1's prompt and answer plus the user's next message.
+  std::vector<std::int32_t> turn2 = prompt;
+  turn2.insert(turn2.end(), first.tokens[0].begin(), first.tokens[0].end());
+  const auto next = random_prompt(rng, 9);
+  turn2.insert(turn2.end(), next.begin(), next.end());
+  const Finished second = collect(*engine.submit(greedy_request("turn2", turn2, 12)));
+  // The tail snapshot sits at the last block boundary turn 1 computed (119 tokens -> 112).
+  EXPECT_EQ(second.num_cached_tokens, 112);
+  EXPECT_EQ(second.tokens[0], run_alone({{turn2, 12}})[0]);
+}
+
 TEST(Engine, PreemptedRequestsResumeWithTheSameTokens) {
   const std::vector<Case> cases = mixed_cases(16, 11);
   const auto alone = run_alone(cases);

@@ -1,0 +1,536 @@
+#include "server/http/connection.h"
+
+#include <algorithm>
+#include <exception>
+#include <vector>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/field.hpp>
+
+#include "server/http/connection_exchange.h"
+#include "server/http/error_bodies.h"
+#include "server/http/request_target.h"
+#include "server/http/status_line.h"
+
+namespace fp4serve::http {
+
+namespace net = boost::asio;
+namespace bhttp = boost::beast::http;
+using boost::system::error_code;
+
+namespace {
+
+constexpr std::size_t kMaxItemsPerWrite = 64;
+constexpr std::size_t kMaxBytesPerWrite = 1024 * 1024;
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+std::string endpoint_string(const net::ip::tcp::socket& socket) {
+  error_code ec;
+  auto ep = socket.remote_endpoint(ec);
+  if (ec) return "-";
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+bool iequals(std::string_view a, std::string_view b) { return field_name_equals(a, b); }
+
+bool is_peer_gone(const error_code& ec) {
+  return ec == net::error::eof || ec == net::error::connection_reset ||
+         ec == net::error::broken_pipe || ec == net::error::connection_aborted;
+}
+
+}  // namespace
+
+Connection::Connection(std::shared_ptr<ServerContext> ctx, net::ip::tcp::socket socket)
+    : ctx_(std::move(ctx)),
+      socket_(std::move(socket)),
+      executor_(socket_.get_executor()),
+      timer_(executor_),
+      id_(ctx_->next_id.fetch_add(1)),
+      remote_(endpoint_string(socket_)),
+      buffer_(ctx_->config.max_header_bytes + kReadScratchBytes) {
+  error_code ec;
+  socket_.set_option(net::ip::tcp::no_delay(true), ec);  // SSE chunks are small and latency-bound
+}
+
+Connection::~Connection() = default;
+
+void Connection::start() {
+  {
+    std::lock_guard lock(ctx_->mu);
+    ctx_->connections[id_] = weak_from_this();
+  }
+  if (ctx_->draining) {
+    graceful_close();
+    return;
+  }
+  arm_wait_timer();
+  do_read();
+}
+
+// ---------------------------------------------------------------- reading
+
+void Connection::do_read() {
+  if (reading_ || closed_) return;
+  std::size_t room = buffer_.max_size() - buffer_.size();
+  if (room == 0) return;  // pipelined bytes at the cap: resume after the current response
+  reading_ = true;
+  // Read into a fixed scratch area, never into buffer_ itself: the parser consumes from buffer_
+  // while this read is outstanding, and flat_buffer moves its contents when it is emptied.
+  socket_.async_read_some(net::buffer(read_scratch_.data(), std::min(room, read_scratch_.size())),
+                          [self = shared_from_this()](error_code ec, std::size_t n) {
+                            self->on_read(ec, n);
+                          });
+}
+
+void Connection::on_read(error_code ec, std::size_t n) {
+  reading_ = false;
+  if (closed_) return;
+  if (n > 0 && !lingering_) {
+    // Fits: do_read asked for at most the room left, and buffer_ only shrinks meanwhile.
+    net::buffer_copy(buffer_.prepare(n), net::buffer(read_scratch_.data(), n));
+    buffer_.commit(n);
+  }
+  if (ec) {
+    // EOF or reset. With a response pending this is the client going away (half-close included,
+    // as uvicorn treats it); otherwise the connection simply ends.
+    close(is_peer_gone(ec) ? CloseReason::client_closed : CloseReason::io_error);
+    return;
+  }
+  if (lingering_) {
+    do_read();
+    return;
+  }
+  if (exchange_) {
+    do_read();  // pipelined bytes wait in the buffer; keep watching for the client leaving
+    return;
+  }
+  parse_buffered();
+}
+
+void Connection::parse_buffered() {
+  if (closed_ || lingering_ || exchange_) return;
+  if (!parser_) {
+    if (buffer_.size() == 0) {
+      arm_wait_timer();
+      do_read();
+      return;
+    }
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(
+        std::min<std::size_t>(ctx_->config.max_header_bytes, UINT32_MAX)));
+    parser_->body_limit(ctx_->config.max_body_bytes);
+    parser_->eager(true);
+    continue_sent_ = false;
+    arm_timer(TimerPhase::request, ctx_->config.request_timeout);
+  }
+  while (buffer_.size() > 0) {
+    error_code ec;
+    std::size_t used = parser_->put(buffer_.data(), ec);
+    buffer_.consume(used);
+    if (ec == bhttp::error::need_more) break;
+    if (ec) {
+      on_parse_error(ec);
+      return;
+    }
+    if (parser_->is_done()) {
+      dispatch_request();
+      return;
+    }
+    if (used == 0) break;
+  }
+  if (parser_->is_header_done()) maybe_send_continue();
+  if (buffer_.size() == buffer_.max_size()) {
+    // A header that does not fit the buffer: the parser would ask for more forever.
+    on_parse_error(bhttp::error::header_limit);
+    return;
+  }
+  do_read();
+}
+
+void Connection::maybe_send_continue() {
+  // curl sends "Expect: 100-continue" for bodies over 1 KiB and waits a second for this line.
+  if (continue_sent_ || parser_->get().version() != 11) return;
+  auto expect = parser_->get()[bhttp::field::expect];
+  if (!iequals(std::string_view(expect.data(), expect.size()), "100-continue")) return;
+  continue_sent_ = true;
+  enqueue(OutItem{std::string(kContinue), 0, false});
+}
+
+void Connection::on_parse_error(error_code ec) {
+  const char* method = "-";
+  const char* target = "-";
+  if (ec == bhttp::error::body_limit) {
+    send_transport_error(413,
+                         envelope_error_body(413, "Request body exceeds the limit of " +
+                                                      std::to_string(ctx_->config.max_body_bytes) +
+                                                      " bytes"),
+                         method, target);
+  } else if (ec == bhttp::error::header_limit) {
+    send_transport_error(431,
+                         envelope_error_body(431, "Request header fields exceed the limit of " +
+                                                      std::to_string(ctx_->config.max_header_bytes) +
+                                                      " bytes"),
+                         method, target);
+  } else {
+    send_transport_error(400, envelope_error_body(400, "Invalid HTTP request: " + ec.message()),
+                         method, target);
+  }
+}
+
+void Connection::dispatch_request() {
+  auto message = parser_->release();
+  parser_.reset();
+  cancel_timer();
+  request_done_at_ = std::chrono::steady_clock::now();
+
+  HttpRequest request;
+  request.method = std::string(message.method_string());
+  request.target = std::string(message.target());
+  split_target(request.target, request.path, request.query);
+  request.version = message.version();
+  request.keep_alive = message.keep_alive();
+  request.remote_address = remote_;
+  request.headers.reserve(std::distance(message.begin(), message.end()));
+  for (const auto& field : message) {
+    request.headers.push_back(Header{std::string(field.name_string()), std::string(field.value())});
+  }
+  request.body = boost::beast::buffers_to_string(message.body().data());
+  http10_ = request.version == 10;
+  response_status_ = 0;
+  response_body_bytes_ = 0;
+  response_keep_alive_ = request.keep_alive;
+
+  auto exchange = std::make_shared<ConnectionExchange>(shared_from_this(), std::move(request),
+                                                       ctx_->next_id.fetch_add(1));
+  exchange_ = exchange;
+  {
+    std::lock_guard lock(ctx_->mu);
+    ctx_->in_flight[exchange->id()] = exchange;
+  }
+  do_read();  // watch for the client leaving while the response is produced
+  run_handler(exchange);
+}
+
+void Connection::run_handler(const std::shared_ptr<ConnectionExchange>& exchange) {
+  const HttpRequest& req = exchange->request();
+  if (ctx_->draining) {
+    exchange->respond(HttpResponse{503, "application/json", {},
+                                   envelope_error_body(503, "The server is shutting down")});
+    return;
+  }
+  if (!ctx_->auth.allows(req.method, req.path, req.header("authorization"))) {
+    exchange->respond(HttpResponse{401, "application/json", {}, unauthorized_error_body()});
+    return;
+  }
+  Router::Match match = ctx_->router.match(req.method, req.path);
+  if (!match.handler) {
+    if (!match.path_known()) {
+      exchange->respond(HttpResponse{404, "application/json", {}, detail_error_body("Not Found")});
+    } else {
+      std::string allow;
+      for (const std::string& m : match.allowed) allow += (allow.empty() ? "" : ", ") + m;
+      exchange->respond(HttpResponse{405, "application/json", {{"allow", allow}},
+                                     detail_error_body("Method Not Allowed")});
+    }
+    return;
+  }
+  try {
+    (*match.handler)(exchange);
+  } catch (const std::exception& e) {
+    ctx_->log_error("handler for " + req.method + " " + req.path + " threw: " + e.what());
+    if (!exchange->respond(HttpResponse{500, "application/json", {},
+                                        envelope_error_body(500, "Internal server error")})) {
+      exchange->finish({});  // a stream that had started: end it rather than hang
+    }
+  } catch (...) {
+    ctx_->log_error("handler for " + req.method + " " + req.path + " threw a non-std exception");
+    if (!exchange->respond(HttpResponse{500, "application/json", {},
+                                        envelope_error_body(500, "Internal server error")})) {
+      exchange->finish({});
+    }
+  }
+}
+
+// ---------------------------------------------------------------- writing (any thread -> strand)
+
+void Connection::post_response(HttpResponse response) {
+  net::post(executor_, [self = shared_from_this(), response = std::move(response)]() mutable {
+    if (self->closed_) return;
+    self->response_keep_alive_ = self->response_keep_alive_ && !self->ctx_->draining;
+    std::string head;
+    try {
+      head = serialize_head(self->http10_ ? 10 : 11, response.status, response.content_type,
+                            response.headers, BodyFraming::content_length, response.body.size(),
+                            self->response_keep_alive_);
+    } catch (const std::exception& e) {
+      self->ctx_->log_error(std::string("bad response from handler: ") + e.what());
+      response.status = 500;
+      response.body = envelope_error_body(500, "Internal server error");
+      head = serialize_head(self->http10_ ? 10 : 11, 500, "application/json", {},
+                            BodyFraming::content_length, response.body.size(),
+                            self->response_keep_alive_);
+    }
+    self->response_status_ = response.status;
+    self->response_body_bytes_ = response.body.size();
+    head.append(response.body);
+    self->enqueue(OutItem{std::move(head), 0, true});
+  });
+}
+
+void Connection::post_stream_head(int status, std::vector<Header> headers, std::string content_type) {
+  net::post(executor_, [self = shared_from_this(), status, headers = std::move(headers),
+                        content_type = std::move(content_type)]() mutable {
+    if (self->closed_) return;
+    // HTTP/1.0 has no chunked encoding: the body ends when the connection does.
+    bool chunked = !self->http10_;
+    self->response_keep_alive_ = chunked && self->response_keep_alive_ && !self->ctx_->draining;
+    std::string head;
+    try {
+      head = serialize_head(self->http10_ ? 10 : 11, status, content_type, headers,
+                            chunked ? BodyFraming::chunked : BodyFraming::until_close, 0,
+                            self->response_keep_alive_);
+    } catch (const std::exception& e) {
+      self->ctx_->log_error(std::string("bad stream head from handler: ") + e.what());
+      status = 500;
+      head = serialize_head(self->http10_ ? 10 : 11, 500, content_type, {},
+                            chunked ? BodyFraming::chunked : BodyFraming::until_close, 0,
+                            self->response_keep_alive_);
+    }
+    self->response_status_ = status;
+    self->enqueue(OutItem{std::move(head), 0, false});
+  });
+}
+
+bool Connection::post_stream_bytes(std::string bytes, bool ends_response) {
+  std::size_t size = bytes.size();
+  std::size_t queued = queued_stream_bytes_.fetch_add(size) + size;
+  if (!ends_response && queued > ctx_->config.max_stream_buffer_bytes) {
+    queued_stream_bytes_.fetch_sub(size);
+    net::post(executor_, [self = shared_from_this()] { self->close(CloseReason::slow_reader); });
+    return false;
+  }
+  net::post(executor_, [self = shared_from_this(), bytes = std::move(bytes), size,
+                        ends_response]() mutable {
+    if (self->closed_) {
+      self->queued_stream_bytes_.fetch_sub(size);
+      return;
+    }
+    self->response_body_bytes_ += size;
+    self->enqueue(OutItem{std::move(bytes), size, ends_response});
+  });
+  return true;
+}
+
+void Connection::run_soon(std::function<void()> fn) {
+  if (ctx_->io.stopped()) {
+    fn();
+    return;
+  }
+  net::post(executor_, std::move(fn));
+}
+
+// ---------------------------------------------------------------- writing (strand)
+
+void Connection::enqueue(OutItem item) {
+  if (closed_) {
+    queued_stream_bytes_.fetch_sub(item.stream_bytes);
+    return;
+  }
+  out_.push_back(std::move(item));
+  if (!writing_) do_write();
+}
+
+void Connection::do_write() {
+  if (out_.empty() || closed_) return;
+  std::vector<net::const_buffer> buffers;
+  std::size_t bytes = 0;
+  std::size_t items = 0;
+  for (const OutItem& item : out_) {
+    if (items == kMaxItemsPerWrite || (items > 0 && bytes + item.data.size() > kMaxBytesPerWrite)) break;
+    buffers.push_back(net::buffer(item.data));
+    bytes += item.data.size();
+    ++items;
+  }
+  writing_ = true;
+  if (exchange_) arm_timer(TimerPhase::write, ctx_->config.write_timeout);
+  net::async_write(socket_, buffers,
+                   [self = shared_from_this(), items](error_code ec, std::size_t n) {
+                     self->on_write(ec, n, items);
+                   });
+}
+
+void Connection::on_write(error_code ec, std::size_t n, std::size_t items) {
+  writing_ = false;
+  if (closed_) return;
+  if (ec) {
+    close(is_peer_gone(ec) ? CloseReason::client_closed : CloseReason::io_error);
+    return;
+  }
+  bool ended = false;
+  for (std::size_t i = 0; i < items && !out_.empty(); ++i) {
+    queued_stream_bytes_.fetch_sub(out_.front().stream_bytes);
+    ended = ended || out_.front().ends_response;
+    out_.pop_front();
+  }
+  if (timer_phase_ == TimerPhase::write) cancel_timer();
+  if (ended) {
+    finish_response();
+    if (closed_) return;
+  }
+  if (!out_.empty()) do_write();
+}
+
+void Connection::finish_response() {
+  if (exchange_) {
+    const HttpRequest& req = exchange_->request();
+    AccessLogEntry entry{remote_, req.method, req.target, req.version, response_status_,
+                         response_body_bytes_,
+                         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                                   request_done_at_)
+                             .count(),
+                         true};
+    exchange_->notify_completed();
+    {
+      std::lock_guard lock(ctx_->mu);
+      ctx_->in_flight.erase(exchange_->id());
+    }
+    ctx_->changed.notify_all();
+    exchange_.reset();
+    ctx_->log_access(entry);
+  }
+  // While draining, a connection ends with its response even if its head promised keep-alive.
+  if (!response_keep_alive_ || ctx_->draining) {
+    graceful_close();
+    return;
+  }
+  parse_buffered();  // a pipelined request may already be waiting
+}
+
+void Connection::send_transport_error(int status, std::string body, const char* method,
+                                      const char* target) {
+  parser_.reset();
+  cancel_timer();
+  response_keep_alive_ = false;  // the rest of the byte stream cannot be trusted
+  response_status_ = status;
+  response_body_bytes_ = body.size();
+  std::string bytes = serialize_head(11, status, "application/json", {},
+                                     BodyFraming::content_length, body.size(), false);
+  bytes.append(body);
+  ctx_->log_access(AccessLogEntry{remote_, method, target, 11, status, body.size(), 0.0, true});
+  enqueue(OutItem{std::move(bytes), 0, true});
+}
+
+void Connection::graceful_close() {
+  if (closed_ || lingering_) return;
+  if (writing_ || !out_.empty()) {
+    response_keep_alive_ = false;  // finish_response will come back here
+    return;
+  }
+  // Half-close, then read and discard until the peer closes (or linger_timeout), so that a client
+  // still sending a rejected body gets our response instead of a reset.
+  lingering_ = true;
+  error_code ec;
+  socket_.shutdown(net::ip::tcp::socket::shutdown_send, ec);
+  if (ec) {
+    close(CloseReason::client_closed);
+    return;
+  }
+  buffer_.consume(buffer_.size());
+  arm_timer(TimerPhase::linger, ctx_->config.linger_timeout);
+  do_read();
+}
+
+void Connection::close(CloseReason reason) {
+  if (closed_) return;
+  closed_ = true;
+  cancel_timer();
+  error_code ec;
+  socket_.shutdown(net::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  for (const OutItem& item : out_) queued_stream_bytes_.fetch_sub(item.stream_bytes);
+  out_.clear();
+  parser_.reset();
+  std::shared_ptr<ConnectionExchange> exchange = std::move(exchange_);
+  exchange_.reset();
+  {
+    std::lock_guard lock(ctx_->mu);
+    ctx_->connections.erase(id_);
+    if (exchange) ctx_->in_flight.erase(exchange->id());
+  }
+  ctx_->changed.notify_all();
+  if (exchange) {
+    const HttpRequest& req = exchange->request();
+    ctx_->log_access(AccessLogEntry{
+        remote_, req.method, req.target, req.version, response_status_, response_body_bytes_,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - request_done_at_)
+            .count(),
+        false});
+    exchange->notify_closed(reason);
+  }
+}
+
+void Connection::drain() {
+  if (closed_) return;
+  if (exchange_) {
+    exchange_->notify_drain();
+  } else if (!writing_ && out_.empty()) {
+    parser_.reset();  // a request still arriving is refused by closing, like an idle connection
+    graceful_close();
+  }
+}
+
+// ---------------------------------------------------------------- timers
+
+void Connection::arm_wait_timer() {
+  if (buffer_.size() == 0 && !parser_) {
+    arm_timer(TimerPhase::idle, ctx_->config.keep_alive_timeout);
+  } else {
+    arm_timer(TimerPhase::request, ctx_->config.request_timeout);
+  }
+}
+
+void Connection::arm_timer(TimerPhase phase, std::chrono::milliseconds after) {
+  timer_phase_ = phase;
+  std::uint64_t generation = ++timer_generation_;
+  timer_.expires_after(after);
+  timer_.async_wait([self = shared_from_this(), generation](error_code ec) {
+    if (!ec) self->on_timer(generation);
+  });
+}
+
+void Connection::cancel_timer() {
+  timer_phase_ = TimerPhase::none;
+  ++timer_generation_;
+  timer_.cancel();
+}
+
+void Connection::on_timer(std::uint64_t generation) {
+  if (closed_ || generation != timer_generation_) return;
+  TimerPhase phase = timer_phase_;
+  timer_phase_ = TimerPhase::none;
+  switch (phase) {
+    case TimerPhase::idle:
+      graceful_close();
+      break;
+    case TimerPhase::request:
+      if (!writing_ && out_.empty()) {
+        send_transport_error(408, envelope_error_body(408, "Timed out reading the request"), "-", "-");
+      } else {
+        close(CloseReason::timeout);
+      }
+      break;
+    case TimerPhase::write:
+      close(CloseReason::timeout);
+      break;
+    case TimerPhase::linger:
+      close(CloseReason::client_closed);
+      break;
+    case TimerPhase::none:
+      break;
+  }
+}
+
+}  // namespace fp4serve::http

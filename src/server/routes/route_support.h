@@ -1,0 +1,23 @@
+// Helpers the route handlers share: JSON answers, error answers, engine submission errors.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/http/exchange.h"
+#include "server/openai/openai_error.h"
+
+namespace fp4serve::server {
+
+void respond_json(const std::shared_ptr<http::Exchange>& ex, int status, const std::string& body);
+void respond_error(const std::shared_ptr<http::Exchange>& ex, const openai::ApiError& error);
+// EngineRejected -> 503 + Retry-After (overloaded, shutting down) or 400 (invalid).
+openai::ApiError engine_rejection_error(const engine::EngineRejected& e);
+// Retry-After seconds sent with 503s.
+inline constexpr int kRetryAfterSeconds = 1;
+void respond_engine_rejection(const std::shared_ptr<http::Exchange>& ex, const engine::EngineRejected& e);
+// 500 "Internal server error" for an engine-side failure of a request (vLLM's text for it).
+openai::ApiError internal_error(const std::string& detail);
+
+}  // namespace fp4serve::server

@@ -1,0 +1,262 @@
+// `fp4serve serve [MODEL] [flags]`: the OpenAI-compatible server, with vLLM's flag names. Loads the
+// model (or makes the built-in demo model), starts the engine and the HTTP server, logs vLLM's
+// periodic stats line, and on SIGTERM/SIGINT drains: stops accepting, lets in-flight requests
+// finish for --shutdown-timeout seconds, then ends the rest with a final error chunk.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "server/http/http_server.h"
+#include "server/http/termination_signals.h"
+#include "server/metrics/stats_log_line.h"
+#include "server/routes/routes.h"
+#include "tools/commands.h"
+#include "tools/demo_model.h"
+#include "tools/engine_setup.h"
+
+namespace fp4serve::tools {
+namespace {
+
+struct ServeArgs {
+  std::string model_positional;
+  std::string model_flag;
+  std::string host = "0.0.0.0";
+  int port = 8000;
+  std::vector<std::string> served_model_names;
+  std::string api_key;
+  std::string generation_config = "auto";
+  std::string chat_template;
+  std::string default_chat_template_kwargs;
+  int tensor_parallel_size = 1;
+  std::string reasoning_parser;
+  bool enable_auto_tool_choice = false;
+  std::string tool_call_parser;
+  double health_stall_timeout = 60.0;
+  double shutdown_timeout = 30.0;
+  int max_waiting_requests = 4096;
+  int max_logprobs = 20;
+  bool disable_log_stats = false;
+  bool disable_log_requests = true;
+  bool enable_log_requests = false;
+  bool enable_prompt_tokens_details = false;
+  bool enable_force_include_usage = false;
+  bool return_tokens_as_token_ids = false;
+  bool enable_debug_endpoints = false;
+  unsigned io_threads = 0;
+  std::string gpu_memory_utilization;
+  EngineFlags engine;
+};
+
+std::string read_chat_template_arg(const std::string& arg) {
+  // vLLM: a path to a file, else the template text itself.
+  std::ifstream in(arg);
+  if (in) return std::string(std::istreambuf_iterator<char>(in), {});
+  if (arg.find("{%") == std::string::npos && arg.find("{{") == std::string::npos)
+    throw std::runtime_error(fmt::format("--chat-template: '{}' is neither a readable file nor a Jinja template", arg));
+  return arg;
+}
+
+void run_serve(ServeArgs a) {
+  if (!a.model_positional.empty() && !a.model_flag.empty() && a.model_positional != a.model_flag)
+    throw std::runtime_error("give the model once: as MODEL or as --model, not two different ones");
+  if (a.tensor_parallel_size != 1)
+    throw std::runtime_error(fmt::format(
+        "--tensor-parallel-size {} is not supported yet: the CPU backend runs on one process (use 1)",
+        a.tensor_parallel_size));
+  if (!a.gpu_memory_utilization.empty())
+    throw std::runtime_error(
+        "--gpu-memory-utilization applies to GPUs; the CPU backend sizes its cache with --kv-cache-memory (bytes, "
+        "e.g. 8GiB)");
+  if (!a.reasoning_parser.empty() && a.reasoning_parser != "qwen3")
+    throw std::runtime_error(fmt::format("--reasoning-parser {}: only qwen3 is supported", a.reasoning_parser));
+  if (a.enable_auto_tool_choice && a.tool_call_parser.empty())
+    throw std::runtime_error("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
+  if (!a.tool_call_parser.empty() && a.tool_call_parser != "qwen3_coder")
+    throw std::runtime_error(fmt::format("--tool-call-parser {}: only qwen3_coder is supported", a.tool_call_parser));
+  if (a.generation_config != "auto" && a.generation_config != "vllm")
+    throw std::runtime_error("--generation-config: only 'auto' (the model's generation_config.json) and 'vllm' are "
+                             "supported");
+  if (a.api_key.empty()) {
+    if (const char* k = std::getenv("VLLM_API_KEY")) a.api_key = k;
+  }
+
+  std::string model = a.model_flag.empty() ? a.model_positional : a.model_flag;
+  const bool demo = model.empty();
+  if (demo) {
+    model = ensure_demo_model();
+    if (a.served_model_names.empty()) a.served_model_names.push_back("fp4serve-demo");
+    if (a.engine.max_model_len == 0) a.engine.max_model_len = 8192;
+  }
+  ServingModel sm = load_serving_model(model, a.engine);
+  for (const std::string& d : sm.decisions) spdlog::info("{}", d);
+  sm.config.max_waiting_requests = a.max_waiting_requests;
+  engine::Engine eng(sm.model, sm.tokenizer, sm.config);
+  for (const std::string& l : eng.info().cache.log_lines) spdlog::info("{}", l);
+
+  server::ServingContext ctx;
+  ctx.engine = &eng;
+  ctx.tokenizer = sm.tokenizer;
+  const std::string tpl = a.chat_template.empty() ? sm.chat_template : read_chat_template_arg(a.chat_template);
+  if (!tpl.empty()) ctx.chat_template = std::make_unique<ChatTemplate>(tpl);
+  else spdlog::warn("no chat template in {} and no --chat-template: /v1/chat/completions will refuse requests", sm.tokenizer_dir);
+  ctx.special_tokens = nlohmann::ordered_json::object();
+  {
+    std::ifstream in(std::filesystem::path(sm.tokenizer_dir) / "tokenizer_config.json");
+    if (in) {
+      const auto cfg = nlohmann::ordered_json::parse(in, nullptr, false);
+      for (const char* k : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+        if (!cfg.is_object() || !cfg.contains(k)) continue;
+        const auto& v = cfg[k];
+        if (v.is_string()) ctx.special_tokens[k] = v;
+        else if (v.is_object() && v.contains("content")) ctx.special_tokens[k] = v["content"];
+      }
+    }
+  }
+  ctx.limits.served_model_names = a.served_model_names.empty() ? std::vector<std::string>{model} : a.served_model_names;
+  ctx.limits.max_model_len = eng.info().max_model_len;
+  ctx.limits.sampling.vocab_size = eng.info().vocab_size;
+  ctx.limits.sampling.max_logprobs = a.max_logprobs;
+  ctx.limits.enable_auto_tool_choice = a.enable_auto_tool_choice;
+  if (a.generation_config == "auto") {
+    ctx.defaults = server::openai::DefaultSamplingParams::from_generation_config(sm.checkpoint->generation_config());
+  }
+  ctx.options.model_root = model;
+  ctx.options.reasoning_parser = a.reasoning_parser == "qwen3";
+  ctx.options.enable_auto_tool_choice = a.enable_auto_tool_choice;
+  if (!a.default_chat_template_kwargs.empty()) {
+    auto kw = nlohmann::ordered_json::parse(a.default_chat_template_kwargs, nullptr, false);
+    if (!kw.is_object()) throw std::runtime_error("--default-chat-template-kwargs must be a JSON object");
+    ctx.options.chat.default_chat_template_kwargs = kw;
+  }
+  ctx.options.health_stall_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.health_stall_timeout * 1000));
+  ctx.options.enable_prompt_tokens_details = a.enable_prompt_tokens_details;
+  ctx.options.enable_force_include_usage = a.enable_force_include_usage;
+  ctx.options.return_tokens_as_token_ids = a.return_tokens_as_token_ids;
+  ctx.options.debug_endpoints = a.enable_debug_endpoints;
+  ctx.options.version = FP4SERVE_VERSION;
+  ctx.created_unix = static_cast<int64_t>(std::time(nullptr));
+  ctx.exposition.model_name = ctx.limits.served_model_names.front();
+  ctx.exposition.created_unix_seconds = static_cast<double>(ctx.created_unix);
+  ctx.exposition.cache_config_info = {
+      {"block_size", std::to_string(eng.info().block_size)},
+      {"cache_dtype", eng.info().kv_cache_dtype},
+      {"enable_prefix_caching", eng.info().prefix_caching ? "True" : "False"},
+      {"num_gpu_blocks", std::to_string(eng.info().cache.num_kv_blocks)},
+      {"num_cpu_blocks", "None"},
+  };
+
+  http::Router router;
+  server::register_openai_routes(router, ctx);
+  http::HttpServerConfig hc;
+  hc.host = a.host;
+  hc.port = static_cast<unsigned short>(a.port);
+  hc.io_threads = a.io_threads;
+  if (!a.api_key.empty()) hc.api_keys.push_back(a.api_key);
+  if (a.enable_log_requests || !a.disable_log_requests)
+    hc.access_log = [](const http::AccessLogEntry& e) { spdlog::info("{}", http::uvicorn_style_access_line(e)); };
+  hc.error_log = [](const std::string& m) { spdlog::error("{}", m); };
+  http::TerminationSignals signals;
+  http::HttpServer srv(hc, std::move(router));
+  srv.start();
+  spdlog::info("Serving {} ({}) on http://{}:{} — max_model_len {}, max_num_seqs {}", ctx.limits.served_model_names.front(),
+               demo ? "built-in demo model, random weights" : model, a.host, srv.port(), eng.info().max_model_len,
+               eng.info().max_num_seqs);
+  // Routes: the same list vLLM prints at start-up.
+  spdlog::info("Available routes: /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /detokenize, "
+               "/version, /health, /ping, /metrics{}", a.enable_debug_endpoints ? ", /debug/stall, /debug/corrupt-gdn" : "");
+
+  // vLLM's periodic stats line (VLLM_LOG_STATS_INTERVAL seconds, default 10).
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+  std::thread stats_thread;
+  if (!a.disable_log_stats) {
+    double interval = 10.0;
+    if (const char* e = std::getenv("VLLM_LOG_STATS_INTERVAL")) interval = std::max(0.1, std::atof(e));
+    stats_thread = std::thread([&, interval] {
+      server::metrics::StatsLogger logger;
+      engine::EngineStats prev = eng.stats();
+      auto t_prev = std::chrono::steady_clock::now();
+      std::unique_lock lock(stop_mu);
+      while (!stop_cv.wait_for(lock, std::chrono::duration<double>(interval), [&] { return stopping; })) {
+        const engine::EngineStats cur = eng.stats();
+        const auto now = std::chrono::steady_clock::now();
+        const auto line = logger.log(prev, cur, std::chrono::duration<double>(now - t_prev).count());
+        if (line.idle) spdlog::debug("{}", line.text);
+        else spdlog::info("{}", line.text);
+        prev = cur;
+        t_prev = now;
+      }
+    });
+  }
+
+  const int sig = signals.wait();
+  spdlog::info("{} received: draining (at most {:.0f} s)", sig == SIGINT ? "SIGINT" : "SIGTERM", a.shutdown_timeout);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_timeout * 1000));
+  srv.stop_accepting();
+  srv.begin_drain();
+  srv.wait_idle(deadline);
+  // What is still running gets a final error chunk ("server shutting down") from the engine.
+  eng.shutdown(std::chrono::milliseconds(0));
+  srv.wait_idle(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+  srv.stop();
+  {
+    std::lock_guard lock(stop_mu);
+    stopping = true;
+  }
+  stop_cv.notify_all();
+  if (stats_thread.joinable()) stats_thread.join();
+  spdlog::info("Shutdown complete");
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (vLLM's flags; no MODEL: a built-in demo model)");
+  cmd->add_option("MODEL", a->model_positional, "model directory or Hugging Face id in the local cache");
+  cmd->add_option("--model", a->model_flag, "the same as MODEL");
+  cmd->add_option("--host", a->host, "address to listen on");
+  cmd->add_option("--port", a->port, "port (0: any free port)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--served-model-name", a->served_model_names, "model name(s) in the API (default: MODEL)");
+  cmd->add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1 routes (or VLLM_API_KEY)");
+  cmd->add_option("--generation-config", a->generation_config, "auto (the model's generation_config.json) or vllm");
+  cmd->add_option("--chat-template", a->chat_template, "chat template file or text (default: the tokenizer's)");
+  cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs,
+                  "JSON object of chat template variables, e.g. '{\"enable_thinking\": false}'");
+  cmd->add_option("--tensor-parallel-size", a->tensor_parallel_size, "must be 1 (CPU backend)");
+  cmd->add_option("--reasoning-parser", a->reasoning_parser, "qwen3: thinking goes to message.reasoning");
+  cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice, "parse tool calls (with --tool-call-parser)");
+  cmd->add_option("--tool-call-parser", a->tool_call_parser, "qwen3_coder");
+  cmd->add_option("--health-stall-timeout", a->health_stall_timeout,
+                  "/health answers 503 when work is pending and no token came out for this many seconds")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--shutdown-timeout", a->shutdown_timeout, "seconds in-flight requests get to finish on SIGTERM")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-waiting-requests", a->max_waiting_requests,
+                  "queued requests beyond this get 503 with Retry-After")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-logprobs", a->max_logprobs, "most logprobs a request may ask for (-1: vocabulary)");
+  cmd->add_flag("--disable-log-stats", a->disable_log_stats, "no periodic stats line");
+  cmd->add_flag("--disable-log-requests", a->disable_log_requests, "no access log (the default)");
+  cmd->add_flag("--enable-log-requests", a->enable_log_requests, "log every request");
+  cmd->add_flag("--enable-prompt-tokens-details", a->enable_prompt_tokens_details, "usage.prompt_tokens_details");
+  cmd->add_flag("--enable-force-include-usage", a->enable_force_include_usage, "usage on every stream");
+  cmd->add_flag("--return-tokens-as-token-ids", a->return_tokens_as_token_ids, "logprob tokens as 'token_id:N'");
+  cmd->add_flag("--enable-debug-endpoints", a->enable_debug_endpoints,
+                "POST /debug/stall and /debug/corrupt-gdn (tests and the canary's fault injection)");
+  cmd->add_option("--io-threads", a->io_threads, "HTTP threads (default: min(4, cores))");
+  cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "(GPU only: refused on CPU)");
+  add_engine_flags(*cmd, a->engine);
+  cmd->callback([a] { run_serve(*a); });
+}
+
+}  // namespace fp4serve::tools
