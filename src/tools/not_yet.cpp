@@ -21,9 +21,6 @@ void register_pending(CLI::App& app, const std::string& name, const std::string&
 
 }  // namespace
 
-void register_bench(CLI::App& app) {
-  register_pending(app, "bench", "load generator", "issue 7");
-}
 void register_canary(CLI::App& app) {
   register_pending(app, "canary", "correctness canary", "issue 7");
 }

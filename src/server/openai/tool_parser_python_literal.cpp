@@ -9,24 +9,16 @@
 
 #include "server/openai/tool_parser_values.h"
 
+#include "server/openai/python_text.h"
+
 namespace fp4serve::server::openai {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-bool is_py_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+std::string_view strip(std::string_view s) { return py_strip(s); }
 
-std::string_view strip(std::string_view s) {
-  while (!s.empty() && is_py_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_py_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+std::string lower(std::string_view s) { return py_lower(s); }
 
 // Digits with single underscores between them (Python numeric literal rule); appends the digits.
 bool take_digits(std::string_view s, std::size_t& i, std::string& out) {

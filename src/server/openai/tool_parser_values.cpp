@@ -8,24 +8,16 @@
 #include "engine/sampling_params.h"
 #include "server/openai/tool_parser_python_literal.h"
 
+#include "server/openai/python_text.h"
+
 namespace fp4serve::server::openai {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-bool is_py_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+std::string_view strip(std::string_view s) { return py_strip(s); }
 
-std::string_view strip(std::string_view s) {
-  while (!s.empty() && is_py_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_py_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
+std::string lower(std::string_view s) { return py_lower(s); }
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 

@@ -87,12 +87,7 @@ struct ChatJob {
       const auto i = static_cast<size_t>(d.index);
       openai::ChatSequence& s = result.sequences.at(i);
       texts.at(i) += d.text;
-      s.token_ids.insert(s.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
-      s.logprobs.insert(s.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
-      if (d.finished()) {
-        s.finish_reason = d.finish_reason;
-        s.stop_reason = d.stop_reason;
-      }
+      append_delta(s, d);
     }
   }
 

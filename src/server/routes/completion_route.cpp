@@ -70,12 +70,7 @@ struct CompletionJob {
     for (const engine::SequenceDelta& d : out.deltas) {
       openai::CompletionSequence& s = r.sequences.at(static_cast<size_t>(d.index));
       s.text += d.text;
-      s.token_ids.insert(s.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
-      s.logprobs.insert(s.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
-      if (d.finished()) {
-        s.finish_reason = d.finish_reason;
-        s.stop_reason = d.stop_reason;
-      }
+      append_delta(s, d);
     }
   }
 

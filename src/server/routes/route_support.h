@@ -20,4 +20,16 @@ void respond_engine_rejection(const std::shared_ptr<http::Exchange>& ex, const e
 // 500 "Internal server error" for an engine-side failure of a request (vLLM's text for it).
 openai::ApiError internal_error(const std::string& detail);
 
+// Adds one engine delta's tokens, logprobs and end to an accumulated (non-streamed) sequence
+// (openai::CompletionSequence or openai::ChatSequence).
+template <class Sequence>
+void append_delta(Sequence& s, const engine::SequenceDelta& d) {
+  s.token_ids.insert(s.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
+  s.logprobs.insert(s.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+  if (d.finished()) {
+    s.finish_reason = d.finish_reason;
+    s.stop_reason = d.stop_reason;
+  }
+}
+
 }  // namespace fp4serve::server
