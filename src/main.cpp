@@ -4,10 +4,19 @@
 #include <exception>
 
 #include "tools/commands.h"
+#ifdef FP4SERVE_HAVE_CUDA
+#include "kernels/cuda/nvfp4_dequant.h"
+#include "tools/doctor_host.h"
+#endif
 
 int main(int argc, char** argv) {
   CLI::App app{"fp4serve: an OpenAI-compatible server for Qwen3.6-35B-A3B (NVFP4, FP8, BF16, INT4)"};
   app.require_subcommand(1);
+#ifdef FP4SERVE_HAVE_CUDA
+  // Only this target knows it was built with CUDA: tell doctor (and the preflight) so.
+  fp4serve::tools::set_cuda_backend_describer(
+      [] { return "built (sm_90a, sm_120a); " + fp4serve::cuda::describe_devices(); });
+#endif
   fp4serve::tools::register_serve(app);
   fp4serve::tools::register_generate(app);
   fp4serve::tools::register_inspect(app);

@@ -24,8 +24,5 @@ void register_pending(CLI::App& app, const std::string& name, const std::string&
 void register_canary(CLI::App& app) {
   register_pending(app, "canary", "correctness canary", "issue 7");
 }
-void register_doctor(CLI::App& app) {
-  register_pending(app, "doctor", "preflight report", "issue 7");
-}
 
 }  // namespace fp4serve::tools

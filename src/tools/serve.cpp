@@ -19,6 +19,8 @@
 #include "server/routes/routes.h"
 #include "tools/commands.h"
 #include "tools/demo_model.h"
+#include "tools/doctor_host.h"
+#include "tools/preflight_checks.h"
 #include "tools/engine_setup.h"
 
 namespace fp4serve::tools {
@@ -52,6 +54,7 @@ struct ServeArgs {
   unsigned io_threads = 0;
   std::string gpu_memory_utilization;
   EngineFlags engine;
+  GpuFlags gpu;
 };
 
 std::string read_chat_template_arg(const std::string& arg) {
@@ -66,23 +69,18 @@ std::string read_chat_template_arg(const std::string& arg) {
 void run_serve(ServeArgs a) {
   if (!a.model_positional.empty() && !a.model_flag.empty() && a.model_positional != a.model_flag)
     throw std::runtime_error("give the model once: as MODEL or as --model, not two different ones");
-  if (a.tensor_parallel_size != 1)
-    throw std::runtime_error(fmt::format(
-        "--tensor-parallel-size {} is not supported yet: the CPU backend runs on one process (use 1)",
-        a.tensor_parallel_size));
-  if (!a.gpu_memory_utilization.empty())
-    throw std::runtime_error(
-        "--gpu-memory-utilization applies to GPUs; the CPU backend sizes its cache with --kv-cache-memory (bytes, "
-        "e.g. 8GiB)");
-  if (!a.reasoning_parser.empty() && a.reasoning_parser != "qwen3")
-    throw std::runtime_error(fmt::format("--reasoning-parser {}: only qwen3 is supported", a.reasoning_parser));
-  if (a.enable_auto_tool_choice && a.tool_call_parser.empty())
-    throw std::runtime_error("\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set");
-  if (!a.tool_call_parser.empty() && a.tool_call_parser != "qwen3_coder")
-    throw std::runtime_error(fmt::format("--tool-call-parser {}: only qwen3_coder is supported", a.tool_call_parser));
-  if (a.generation_config != "auto" && a.generation_config != "vllm")
-    throw std::runtime_error("--generation-config: only 'auto' (the model's generation_config.json) and 'vllm' are "
-                             "supported");
+  // Every known-bad configuration (preflight_checks.h; `fp4serve doctor` prints the same verdicts).
+  ServeSettings preflight;
+  preflight.tensor_parallel_size = a.tensor_parallel_size;
+  preflight.gpu_memory_utilization = a.gpu_memory_utilization;
+  preflight.reasoning_parser = a.reasoning_parser;
+  preflight.tool_call_parser = a.tool_call_parser;
+  preflight.enable_auto_tool_choice = a.enable_auto_tool_choice;
+  preflight.generation_config = a.generation_config;
+  preflight.engine = a.engine;
+  preflight.gpu = a.gpu;
+  const HostInfo host = probe_host();
+  enforce_preflight(preflight, host);  // flag rules, before the slow load
   if (a.api_key.empty()) {
     if (const char* k = std::getenv("VLLM_API_KEY")) a.api_key = k;
   }
@@ -95,6 +93,10 @@ void run_serve(ServeArgs a) {
     if (a.engine.max_model_len == 0) a.engine.max_model_len = 8192;
   }
   ServingModel sm = load_serving_model(model, a.engine);
+  if (!demo) {
+    preflight.model = model_facts(*sm.checkpoint, a.engine.tokenizer);
+    enforce_preflight(preflight, host);  // model, tokenizer and cache-plan rules
+  }
   for (const std::string& d : sm.decisions) spdlog::info("{}", d);
   sm.config.max_waiting_requests = a.max_waiting_requests;
   engine::Engine eng(sm.model, sm.tokenizer, sm.config);
@@ -256,6 +258,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--io-threads", a->io_threads, "HTTP threads (default: min(4, cores))");
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "(GPU only: refused on CPU)");
   add_engine_flags(*cmd, a->engine);
+  add_gpu_flags(*cmd, a->gpu);
   cmd->callback([a] { run_serve(*a); });
 }
 
