@@ -150,17 +150,7 @@ void handle_chat(const ServingContext& ctx, std::shared_ptr<http::Exchange> ex) 
     const int64_t max_tokens = openai::resolve_max_tokens(max_len, job->req.requested_max_tokens(),
                                                           static_cast<int64_t>(ids.size()), ctx.defaults.max_tokens);
     r.params = openai::to_sampling_params(job->req, max_tokens, ctx.defaults, ctx.limits);
-    const auto header_id = ex->request().header("X-Request-Id");
-    job->rctx.id = openai::make_response_id(
-        "chatcmpl-", header_id ? std::optional<std::string>(std::string(*header_id)) : std::nullopt,
-        job->req.common.request_id);
-    job->rctx.created = static_cast<int64_t>(std::time(nullptr));
-    job->rctx.model = job->req.model_name;
-    job->rctx.tokenizer = ctx.tokenizer.get();
-    job->rctx.enable_prompt_tokens_details = ctx.options.enable_prompt_tokens_details;
-    job->rctx.force_include_usage = ctx.options.enable_force_include_usage;
-    job->rctx.return_tokens_as_token_ids = ctx.options.return_tokens_as_token_ids;
-    job->rctx.emit_reasoning_content = ctx.options.emit_reasoning_content;
+    job->rctx = make_response_context(ctx, *ex, "chatcmpl-", job->req.common.request_id, job->req.model_name);
     job->reasoning_parser = ctx.options.reasoning_parser;
     job->parse_options.reasoning_parser = ctx.options.reasoning_parser;
     job->parse_options.reasoning.thinking_enabled = thinking_enabled(job->req.chat_template_kwargs);

@@ -105,15 +105,7 @@ void handle_completion(const ServingContext& ctx, std::shared_ptr<http::Exchange
     job->req = openai::parse_completion_request(std::string_view(ex->request().body), ctx.limits);
     for (const auto& f : job->req.ignored_fields) spdlog::warn("The following fields were present in the request but ignored: {{'{}'}}", f);
     openai::check_max_output_tokens(job->req.max_tokens, "max_tokens", max_len);
-    job->rctx.id = openai::make_response_id(
-        "cmpl-", ex->request().header("X-Request-Id") ? std::optional<std::string>(std::string(*ex->request().header("X-Request-Id"))) : std::nullopt,
-        job->req.common.request_id);
-    job->rctx.created = static_cast<int64_t>(std::time(nullptr));
-    job->rctx.model = job->req.model_name;
-    job->rctx.tokenizer = ctx.tokenizer.get();
-    job->rctx.enable_prompt_tokens_details = ctx.options.enable_prompt_tokens_details;
-    job->rctx.force_include_usage = ctx.options.enable_force_include_usage;
-    job->rctx.return_tokens_as_token_ids = ctx.options.return_tokens_as_token_ids;
+    job->rctx = make_response_context(ctx, *ex, "cmpl-", job->req.common.request_id, job->req.model_name);
     for (size_t i = 0; i < job->req.prompts.size(); ++i) {
       const openai::CompletionPrompt& p = job->req.prompts[i];
       std::vector<int32_t> ids = p.text ? ctx.tokenizer->encode(*p.text, job->req.common.add_special_tokens) : p.token_ids;

@@ -1,5 +1,7 @@
 #include "server/routes/route_support.h"
 
+#include <ctime>
+
 #include <spdlog/spdlog.h>
 
 namespace fp4serve::server {
@@ -44,6 +46,25 @@ openai::ApiError internal_error(const std::string& detail) {
   err.type = "InternalServerError";
   err.message = "Internal server error";
   return err;
+}
+
+openai::ResponseContext make_response_context(const ServingContext& ctx, const http::Exchange& ex,
+                                              const std::string& id_prefix,
+                                              const std::optional<std::string>& body_request_id,
+                                              const std::string& model_name) {
+  openai::ResponseContext r;
+  const auto header_id = ex.request().header("X-Request-Id");
+  r.id = openai::make_response_id(id_prefix,
+                                  header_id ? std::optional<std::string>(std::string(*header_id)) : std::nullopt,
+                                  body_request_id);
+  r.created = static_cast<int64_t>(std::time(nullptr));
+  r.model = model_name;
+  r.tokenizer = ctx.tokenizer.get();
+  r.enable_prompt_tokens_details = ctx.options.enable_prompt_tokens_details;
+  r.force_include_usage = ctx.options.enable_force_include_usage;
+  r.return_tokens_as_token_ids = ctx.options.return_tokens_as_token_ids;
+  r.emit_reasoning_content = ctx.options.emit_reasoning_content;
+  return r;
 }
 
 }  // namespace fp4serve::server

@@ -7,6 +7,8 @@
 #include "engine/engine.h"
 #include "server/http/exchange.h"
 #include "server/openai/openai_error.h"
+#include "server/openai/response_common.h"
+#include "server/routes/serving_context.h"
 
 namespace fp4serve::server {
 
@@ -19,6 +21,14 @@ inline constexpr int kRetryAfterSeconds = 1;
 void respond_engine_rejection(const std::shared_ptr<http::Exchange>& ex, const engine::EngineRejected& e);
 // 500 "Internal server error" for an engine-side failure of a request (vLLM's text for it).
 openai::ApiError internal_error(const std::string& detail);
+
+// The context every response of a request is built in: vLLM's id (prefix + X-Request-Id header, else
+// the body's request_id, else a random uuid), the creation time, the served name and the server's
+// response options.
+openai::ResponseContext make_response_context(const ServingContext& ctx, const http::Exchange& ex,
+                                              const std::string& id_prefix,
+                                              const std::optional<std::string>& body_request_id,
+                                              const std::string& model_name);
 
 // Adds one engine delta's tokens, logprobs and end to an accumulated (non-streamed) sequence
 // (openai::CompletionSequence or openai::ChatSequence).
