@@ -17,8 +17,8 @@ PagedKvCache::PagedKvCache(int num_attention_layers, int num_blocks, int block_s
       head_dim_(head_dim),
       dtype_(dtype),
       layer_bytes_(static_cast<size_t>(num_blocks) * block_size * n_kv_heads * head_dim * elem_size(dtype)),
-      k_(layer_bytes_ * num_attention_layers, 0),
-      v_(layer_bytes_ * num_attention_layers, 0) {}
+      k_(layer_bytes_ * num_attention_layers),
+      v_(layer_bytes_ * num_attention_layers) {}
 
 uint64_t PagedKvCache::block_bytes(int num_attention_layers, int block_size, int n_kv_heads, int head_dim,
                                    kernels::KvDtype dtype) {

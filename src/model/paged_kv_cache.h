@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "model/zeroed_buffer.h"
 
 namespace fp4serve::model {
 
@@ -32,7 +33,7 @@ class PagedKvCache {
   int layers_ = 0, num_blocks_ = 0, block_size_ = 0, n_kv_heads_ = 0, head_dim_ = 0;
   kernels::KvDtype dtype_ = kernels::KvDtype::kBf16;
   size_t layer_bytes_ = 0;       // K (or V) of one layer
-  std::vector<uint8_t> k_, v_;   // [layers, num_blocks, block_size, n_kv_heads, head_dim] x elem
+  ZeroedBuffer<uint8_t> k_, v_;   // [layers, num_blocks, block_size, n_kv_heads, head_dim] x elem
 };
 
 }  // namespace fp4serve::model

@@ -11,8 +11,8 @@ GdnStateArena::GdnStateArena(int entries, int num_gdn_layers, const kernels::Gdn
       layers_(num_gdn_layers),
       conv_elems_(dims.conv_state_elems()),
       ssm_elems_(dims.state_elems()),
-      conv_(static_cast<size_t>(entries) * num_gdn_layers * dims.conv_state_elems(), 0),
-      ssm_(static_cast<size_t>(entries) * num_gdn_layers * dims.state_elems(), 0.0f) {}
+      conv_(static_cast<size_t>(entries) * num_gdn_layers * dims.conv_state_elems()),
+      ssm_(static_cast<size_t>(entries) * num_gdn_layers * dims.state_elems()) {}
 
 uint64_t GdnStateArena::entry_bytes(int num_gdn_layers, const kernels::GdnDims& dims) {
   return static_cast<uint64_t>(num_gdn_layers) *

@@ -7,6 +7,7 @@
 
 #include "kernels/gdn.h"
 #include "model/step_batch.h"
+#include "model/zeroed_buffer.h"
 
 namespace fp4serve::model {
 
@@ -30,8 +31,8 @@ class GdnStateArena {
   int layers_ = 0;
   int64_t conv_elems_ = 0;  // per layer
   int64_t ssm_elems_ = 0;
-  std::vector<uint16_t> conv_;  // [entries, layers, conv_elems]
-  std::vector<float> ssm_;      // [entries, layers, ssm_elems]
+  ZeroedBuffer<uint16_t> conv_;  // [entries, layers, conv_elems]
+  ZeroedBuffer<float> ssm_;      // [entries, layers, ssm_elems] (calloc'd zeros are +0.0f)
 };
 
 }  // namespace fp4serve::model
