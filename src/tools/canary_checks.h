@@ -1,0 +1,28 @@
+// The correctness canary's checks (issue 7): the prompts operators bisect builds with, and what a
+// healthy model's answer must look like. Pure functions of the answer text, so they are unit-tested
+// without a server; canary.cpp sends the prompts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fp4serve::tools {
+
+struct CanaryCheck {
+  std::string name;     // "capital-of-france"
+  std::string prompt;   // the user message
+  std::string expect;   // substring the answer must contain ("" = only the sanity rules)
+};
+
+// The seeds' checks: "What is the capital of France?" -> Paris; 17x23 -> 391; and an open prompt
+// for special-token sanity.
+std::vector<CanaryCheck> canary_checks();
+
+// Why an answer fails the sanity rules, or "" when it passes: empty content, U+FFFD replacement
+// characters, or a run of two or more special tokens such as "<|box_end|><|box_end|>".
+std::string sanity_problem(const std::string& answer);
+
+// Why an answer fails a check ("" = pass): the sanity rules, then the expected substring.
+std::string check_problem(const CanaryCheck& check, const std::string& answer);
+
+}  // namespace fp4serve::tools

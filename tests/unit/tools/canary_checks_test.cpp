@@ -1,0 +1,37 @@
+// The canary's answer rules: what passes, and each kind of garbage the seeds reported.
+#include <gtest/gtest.h>
+
+#include "tools/canary_checks.h"
+
+namespace fp4serve::tools {
+namespace {
+
+CanaryCheck check(const std::string& name) {
+  for (const auto& c : canary_checks())
+    if (c.name == name) return c;
+  ADD_FAILURE() << "no check " << name;
+  return {};
+}
+
+TEST(CanaryChecks, HealthyAnswersPass) {
+  EXPECT_EQ(check_problem(check("capital-of-france"), "The capital of France is Paris."), "");
+  EXPECT_EQ(check_problem(check("17x23"), "17 x 23 = 391"), "");
+  EXPECT_EQ(check_problem(check("special-tokens"), "Hello there!"), "");
+}
+
+TEST(CanaryChecks, WrongAnswersFailWithTheReason) {
+  EXPECT_EQ(check_problem(check("capital-of-france"), "The capital of France is Lyon."),
+            "answer does not contain \"Paris\"");
+  EXPECT_EQ(check_problem(check("17x23"), "17 x 23 = 381"), "answer does not contain \"391\"");
+}
+
+TEST(CanaryChecks, GarbageIsCaughtEvenWhenTheExpectedWordIsThere) {
+  EXPECT_EQ(sanity_problem("  \n"), "empty answer");
+  EXPECT_EQ(sanity_problem("Paris \xEF\xBF\xBD"), "replacement character U+FFFD in the answer");
+  EXPECT_NE(check_problem(check("capital-of-france"), "Paris<|box_end|><|box_end|><|box_end|>").find("run of special"),
+            std::string::npos);
+  EXPECT_EQ(sanity_problem("one <|im_end|> token alone is not a run"), "");
+}
+
+}  // namespace
+}  // namespace fp4serve::tools
