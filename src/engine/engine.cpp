@@ -433,6 +433,8 @@ struct Engine::Impl {
   bool stop_hard = false;
   std::atomic<bool> debug_stall{false};
 
+  // Lock order: inbox_mutex before stats_mutex (submit() reads the waiting count under the inbox
+  // lock); nothing takes them the other way round.
   mutable std::mutex stats_mutex;
   EngineStats stats;
 
@@ -524,8 +526,12 @@ void Engine::abort(const std::string& request_id) {
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard lock(impl_->stats_mutex);
-  EngineStats s = impl_->stats;
+  EngineStats s;
+  {
+    std::lock_guard lock(impl_->stats_mutex);
+    s = impl_->stats;
+  }
+  // Never both locks at once here: submit() holds the inbox lock while it reads the stats.
   std::lock_guard inbox_lock(impl_->inbox_mutex);
   s.scheduler.num_waiting += static_cast<int>(impl_->inbox.size());
   if (!impl_->inbox.empty()) s.has_work = true;
