@@ -64,6 +64,13 @@ class Server:
 
 
 @pytest.fixture(scope="session")
+def fp4serve_binary():
+    """The fp4serve executable the servers run (tests import nothing from conftest: pytest may load
+    another suite's conftest module under the same name)."""
+    return BINARY
+
+
+@pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("fp4serve-cache")
 

@@ -3,11 +3,9 @@ FAIL on it: this is the proof that it does not pass garbage. (The trained canary
 it comes with the rest of issue 7.)"""
 import subprocess
 
-from conftest import BINARY
 
-
-def test_canary_fails_on_a_random_weight_model_with_one_verdict_per_check(server):
-    r = subprocess.run([str(BINARY), "canary", server.url, "--concurrency", "2", "--max-tokens", "8",
+def test_canary_fails_on_a_random_weight_model_with_one_verdict_per_check(server, fp4serve_binary):
+    r = subprocess.run([str(fp4serve_binary), "canary", server.url, "--concurrency", "2", "--max-tokens", "8",
                         "--thinking-max-tokens", "8"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     lines = [l for l in r.stdout.splitlines() if l.startswith(("PASS ", "FAIL "))]
