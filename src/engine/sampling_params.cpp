@@ -1,46 +1,14 @@
 #include "engine/sampling_params.h"
 
-#include <algorithm>
-#include <charconv>
-#include <cmath>
-#include <cstdlib>
+#include "tokenizer/chat_template/jinja_value.h"
+
 #include <unordered_set>
 
 namespace fp4serve::engine {
 
-std::string python_float_repr(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  if (value == 0.0) return std::signbit(value) ? "-0.0" : "0.0";
-  // Shortest round-tripping digits (what Python's repr picks too), then Python's layout rule:
-  // scientific notation when the decimal exponent is < -4 or >= 16, fixed notation otherwise.
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::scientific);
-  std::string sci(buf, end);  // "-1.2345e-05"
-  const bool negative = sci[0] == '-';
-  if (negative) sci.erase(0, 1);
-  const std::size_t e_pos = sci.find('e');
-  std::string digits = sci.substr(0, e_pos);
-  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
-  const int exponent = std::atoi(sci.c_str() + e_pos + 1);
-  std::string out = negative ? "-" : "";
-  if (exponent < -4 || exponent >= 16) {
-    out += digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    out += exponent < 0 ? "e-" : "e+";
-    std::string exp_digits = std::to_string(std::abs(exponent));
-    if (exp_digits.size() < 2) exp_digits = "0" + exp_digits;
-    return out + exp_digits;
-  }
-  if (exponent < 0) {
-    return out + "0." + std::string(static_cast<std::size_t>(-exponent - 1), '0') + digits;
-  }
-  const auto int_len = static_cast<std::size_t>(exponent + 1);
-  if (digits.size() <= int_len) {
-    return out + digits + std::string(int_len - digits.size(), '0') + ".0";
-  }
-  return out + digits.substr(0, int_len) + "." + digits.substr(int_len);
-}
+// The chat template engine already prints floats as Python's repr (its `string` filter); one
+// implementation serves both.
+std::string python_float_repr(double value) { return jinja::py_float_repr(value); }
 
 namespace {
 
