@@ -39,10 +39,8 @@ std::vector<float> ModelRunner::execute(const SchedulerOutput& step) {
     batch.push_back(std::move(b));
   }
   std::vector<float> logits = model_->forward_batch(batch);
-  if (corrupt_gdn_state_) {
-    for (const ScheduledRequest& s : step.scheduled) {
-      for (const model::GdnStateRef& r : slots_.refs(s.state_slot)) r.ssm[0] += 1.0f;
-    }
+  if (corrupt_gdn_state_.load(std::memory_order_relaxed)) {
+    for (const ScheduledRequest& s : step.scheduled) slots_.zero(s.state_slot);
   }
   return logits;
 }

@@ -4,6 +4,7 @@
 // and returns the logits rows of the requests that sample this step.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -30,9 +31,10 @@ class ModelRunner {
   std::vector<float> execute(const SchedulerOutput& step);
 
   const model::Qwen35MoeModel& model() const { return *model_; }
-  // Fault injection for the canary's proof (issue 7): perturbs every slot's GDN state after each
-  // step when on.
-  void set_corrupt_gdn_state(bool on) { corrupt_gdn_state_ = on; }
+  // Fault injection for the canary's proof (issue 7): while on, the GDN state (recurrent and conv) of
+  // every sequence in a step is zeroed after the step, i.e. each step resumes from a lost state --
+  // what a prefix-cache or slot bug in a hybrid model does. Set from another thread (HTTP).
+  void set_corrupt_gdn_state(bool on) { corrupt_gdn_state_.store(on, std::memory_order_relaxed); }
 
  private:
   const model::Qwen35MoeModel* model_;
@@ -41,7 +43,7 @@ class ModelRunner {
   model::PagedKvCache kv_;
   model::GdnStateArena slots_;
   model::GdnStateArena snapshots_;
-  bool corrupt_gdn_state_ = false;
+  std::atomic<bool> corrupt_gdn_state_{false};
 };
 
 }  // namespace fp4serve::engine

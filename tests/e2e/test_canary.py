@@ -1,6 +1,6 @@
 """`fp4serve canary` against a real server. The demo model has random weights, so the canary must
-FAIL on it: this is the proof that it does not pass garbage. (The trained canary model that passes
-it comes with the rest of issue 7.)"""
+FAIL on it: this is the proof that it does not pass garbage. test_canary_model.py serves the trained
+canary model, on which it passes (and fails again under fault injection)."""
 import subprocess
 
 

@@ -103,7 +103,9 @@ def match_release_config(out_dir):
     write_json(path, cfg)
 
 
-def export_nvfp4_modelopt(bf16_dir, out_dir, calib_seed):
+def export_nvfp4_modelopt(bf16_dir, out_dir, calib_seed, batches=None, generation_config=TINY_GENERATION_CONFIG):
+    """batches: calibration token-id tensors [1, T] (default: calibration_batches(calib_seed), random ids of
+    the tiny vocabulary); a trained model must be calibrated on what it sees (the canary model)."""
     import modelopt.torch.quantization as mtq
     from modelopt.recipe import load_recipe
     from modelopt.torch.export import export_hf_checkpoint
@@ -111,7 +113,8 @@ def export_nvfp4_modelopt(bf16_dir, out_dir, calib_seed):
 
     model = Qwen3_5MoeForConditionalGeneration.from_pretrained(bf16_dir, dtype=torch.bfloat16).eval()
     quant_cfg = load_recipe(RECIPE).quantize.model_dump()
-    batches = calibration_batches(calib_seed)
+    if batches is None:
+        batches = calibration_batches(calib_seed)
 
     def forward_loop(m):
         with torch.no_grad():
@@ -129,5 +132,5 @@ def export_nvfp4_modelopt(bf16_dir, out_dir, calib_seed):
     add_w4a16_input_scales(out_dir, input_amax, model.config.text_config.num_experts)
     match_release_config(out_dir)
     # The release ships the original generation_config.json; ModelOpt writes HF's default one.
-    write_json(os.path.join(out_dir, "generation_config.json"), TINY_GENERATION_CONFIG)
+    write_json(os.path.join(out_dir, "generation_config.json"), generation_config)
     return sorted(os.listdir(out_dir))

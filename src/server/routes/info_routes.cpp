@@ -101,7 +101,7 @@ void register_info_routes(http::Router& router, const ServingContext& ctx) {
   router.post("/detokenize", [&ctx](std::shared_ptr<http::Exchange> ex) { handle_detokenize(ctx, ex); });
   if (ctx.options.debug_endpoints) {
     // POST /debug/stall?on=1|0 freezes the engine loop (the wedge test); /debug/corrupt-gdn?on=1|0
-    // perturbs the GDN state between steps (the canary's fault injection).
+    // zeroes the GDN state of every running sequence after each step (the canary's fault injection).
     auto on = [](const http::HttpRequest& r) { return r.query.find("on=0") == std::string::npos; };
     router.post("/debug/stall", [&ctx, on](std::shared_ptr<http::Exchange> ex) {
       ctx.engine->set_debug_stall(on(ex->request()));

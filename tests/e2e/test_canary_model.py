@@ -1,0 +1,107 @@
+"""The trained canary model (tests/data/models/canary, made by tools/reference/make_canary_model.py) served
+by fp4serve in BF16 and in NVFP4 (ModelOpt): `fp4serve canary` passes on both, and fails once the
+fault-injection switch zeroes the GDN state between steps -- the proof that the canary catches garbage.
+The model directory is assembled the way a download looks: the unpacked checkpoint plus the real
+tokenizer (.cache/tokenizers/qwen3.5, installed by scripts/setup.sh) and the Qwen3.6 chat template."""
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+CANARY_DIR = ROOT / "tests" / "data" / "models" / "canary"
+TOKENIZER_DIR = ROOT / ".cache" / "tokenizers" / "qwen3.5"
+CHAT_TEMPLATE = ROOT / "tests" / "data" / "chat_templates" / "qwen3.6.jinja"
+FORMATS = ("bf16", "nvfp4")
+
+
+def conversations():
+    return json.loads((CANARY_DIR / "conversations.json").read_text())["conversations"]
+
+
+def reference_tokens():
+    return json.loads((CANARY_DIR / "tokens.json").read_text())["conversations"]
+
+
+@pytest.fixture(scope="module", params=FORMATS)
+def canary_server(request, make_server, tmp_path_factory):
+    fmt = request.param
+    model = tmp_path_factory.mktemp(f"canary-{fmt}")
+    with tarfile.open(CANARY_DIR / f"canary-{fmt}.tar.xz") as tar:
+        tar.extractall(model, filter="data")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(TOKENIZER_DIR / name, model / name)
+    shutil.copy(CHAT_TEMPLATE, model / "chat_template.jinja")
+    server = make_server("--model", str(model), "--reasoning-parser", "qwen3", "--enable-auto-tool-choice",
+                         "--tool-call-parser", "qwen3_coder", "--enable-debug-endpoints")
+    server.format = fmt
+    yield server
+    requests.post(server.url + "/debug/corrupt-gdn?on=0", timeout=10)
+
+
+def run_canary(binary, server):
+    r = subprocess.run([str(binary), "canary", server.url, "--concurrency", "4"], capture_output=True, text=True,
+                       timeout=600)
+    verdicts = [l for l in r.stdout.splitlines() if l.startswith(("PASS ", "FAIL "))]
+    assert len(verdicts) == 12, r.stdout + r.stderr
+    return r, verdicts
+
+
+def test_prompts_render_to_the_reference_tokens(canary_server):
+    # The model only knows the prompts transformers rendered; fp4serve must render the same ids.
+    refs = reference_tokens()
+    for conv, ref in zip(conversations(), refs):
+        body = {"messages": conv["messages"], "add_generation_prompt": True,
+                "chat_template_kwargs": {"enable_thinking": conv["enable_thinking"]}}
+        if "tools" in conv:
+            body["tools"] = conv["tools"]
+        r = requests.post(canary_server.url + "/tokenize", json=body, timeout=30)
+        assert r.status_code == 200, r.text
+        assert r.json()["tokens"] == ref["prompt"], ref["name"]
+
+
+def test_canary_passes(canary_server, fp4serve_binary):
+    r, verdicts = run_canary(fp4serve_binary, canary_server)
+    assert r.returncode == 0, r.stdout + r.stderr + canary_server.read_log()[-3000:]
+    assert all(v.startswith("PASS ") for v in verdicts), r.stdout
+
+
+def test_official_client_gets_the_answers_and_a_tool_call(canary_server):
+    import openai
+    client = openai.OpenAI(base_url=canary_server.url + "/v1", api_key="unused")
+    for conv in conversations():
+        resp = client.chat.completions.create(
+            model=client.models.list().data[0].id, messages=conv["messages"], tools=conv.get("tools"),
+            temperature=0, max_tokens=96, extra_body={"chat_template_kwargs": {"enable_thinking": conv["enable_thinking"]}})
+        choice = resp.choices[0]
+        completion = conv["completion"]
+        if "tools" in conv:
+            assert choice.finish_reason == "tool_calls", choice
+            call = choice.message.tool_calls[0]
+            assert call.function.name == "get_weather"
+            assert json.loads(call.function.arguments) == {"city": "Paris"}
+            continue
+        assert choice.finish_reason == "stop", choice
+        if conv["enable_thinking"]:
+            # vLLM's qwen3 parser: reasoning before </think>, content after it, both unstripped.
+            reasoning, _, answer = completion.partition("</think>")
+            assert choice.message.reasoning_content == reasoning
+            assert choice.message.content == answer
+        else:
+            assert choice.message.content == completion
+
+
+def test_canary_fails_when_the_gdn_state_is_corrupted(canary_server, fp4serve_binary):
+    assert requests.post(canary_server.url + "/debug/corrupt-gdn?on=1", timeout=10).status_code == 200
+    try:
+        r, verdicts = run_canary(fp4serve_binary, canary_server)
+    finally:
+        requests.post(canary_server.url + "/debug/corrupt-gdn?on=0", timeout=10)
+    assert r.returncode == 1, r.stdout
+    failed = [v for v in verdicts if v.startswith("FAIL ")]
+    assert any(v.startswith("FAIL capital-of-france") for v in failed), r.stdout
+    assert any(v.startswith("FAIL 17x23") for v in failed), r.stdout
