@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <unordered_set>
 
 #include "checkpoint/checkpoint_error.h"
@@ -49,6 +50,55 @@ void check_nvfp4_expert_scales(const ShardedCheckpoint& files, const PlannedModu
                                      "up_proj.weight_scale_2 = {} (gate and up are fused and must share one)",
                                      p, g, u));
     }
+  }
+}
+
+bool is_scale_tensor(std::string_view name) {
+  for (std::string_view suffix : {".weight_scale", ".weight_scale_inv", ".weight_scale_2", ".input_scale", ".k_scale",
+                                  ".v_scale"}) {
+    if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) return true;
+  }
+  return false;
+}
+
+// A scale that is NaN or infinite decodes every weight or activation it covers to NaN: the model then
+// answers garbage (or NaN logits) without any error. e4m3 has no infinity; its NaN is S.1111.111.
+// Zero scales are legitimate (an all-zero block or row).
+void check_scale_values(const ShardedCheckpoint& files, const PlannedTensor& t, std::vector<std::string>& problems) {
+  if (!is_scale_tensor(t.name)) return;
+  auto e = files.find(t.name);
+  if (!e.info || e.info->dtype != t.dtype) return;  // missing / wrong dtype: reported already
+  const auto bytes = files.bytes(t.name);
+  int64_t bad = 0, first = -1;
+  auto note = [&](int64_t i) {
+    if (bad++ == 0) first = i;
+  };
+  switch (t.dtype) {
+    case DType::kF8E4M3:
+      for (size_t i = 0; i < bytes.size(); ++i)
+        if ((static_cast<uint8_t>(bytes[i]) & 0x7F) == 0x7F) note(static_cast<int64_t>(i));
+      break;
+    case DType::kF32:
+      for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+        uint32_t u;
+        std::memcpy(&u, bytes.data() + i, 4);
+        if ((u & 0x7F800000u) == 0x7F800000u) note(static_cast<int64_t>(i / 4));
+      }
+      break;
+    case DType::kBF16:
+      for (size_t i = 0; i + 2 <= bytes.size(); i += 2) {
+        uint16_t u;
+        std::memcpy(&u, bytes.data() + i, 2);
+        if ((u & 0x7F80u) == 0x7F80u) note(static_cast<int64_t>(i / 2));
+      }
+      break;
+    default:
+      return;
+  }
+  if (bad > 0) {
+    problems.push_back(fmt::format("non-finite scale: {} has {} NaN/Inf value{} (first at element {}); every "
+                                   "value it scales would decode to NaN",
+                                   t.name, bad, bad == 1 ? "" : "s", first));
   }
 }
 
@@ -108,6 +158,8 @@ std::vector<std::string> check_against_plan(const ShardedCheckpoint& files, cons
       if (!same_shape(e.info->shape, t.shape)) {
         problems.push_back(fmt::format("wrong shape: {} is {}, expected {}", t.name, shape_str(e.info->shape),
                                        shape_str(t.shape)));
+      } else {
+        check_scale_values(files, t, problems);
       }
     }
     check_nvfp4_expert_scales(files, m, problems);
