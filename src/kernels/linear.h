@@ -1,6 +1,8 @@
 // Linear layer y[M, N] = x[M, K] @ W^T for every weight format of weights.h, on the CPU.
 //
-// Numerics (all ISA paths bit-identical; kernel_table.h defines the order):
+// Numerics (scalar/avx2/avx512 bit-identical; kernel_table.h defines the order; the avx512_bf16
+// path rounds x to bf16 and sums bf16 products with VDPBF16PS, within a tolerance of the others and
+// bit-identical to itself -- kernel_table.h states that contract):
 //   y[m, n] = tensor_scale * canonical_dot_K(x[m, :], W(n, :))       fp32 accumulate, fp32 out
 // Each output element is one thread's fixed-order reduction over K, so a row's result does not
 // depend on M, on which other rows are in the batch, on N-blocking or on the thread count.

@@ -71,6 +71,7 @@ std::once_flag g_once;
 std::atomic<int> g_active{-1};
 
 Isa best_isa() {
+  if (isa_supported(Isa::kAvx512Bf16)) return Isa::kAvx512Bf16;
   if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
   if (isa_supported(Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kScalar;
@@ -92,13 +93,15 @@ bool isa_supported(Isa isa) {
       return f.avx2 && f.fma && f.f16c;
     case Isa::kAvx512:
       return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+    case Isa::kAvx512Bf16:
+      return isa_supported(Isa::kAvx512) && f.avx512_bf16;
   }
   return false;
 }
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
-  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512})
+  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16})
     if (isa_supported(i)) out.push_back(i);
   return out;
 }
@@ -111,6 +114,8 @@ std::string_view isa_name(Isa isa) {
       return "avx2";
     case Isa::kAvx512:
       return "avx512";
+    case Isa::kAvx512Bf16:
+      return "avx512_bf16";
   }
   return "?";
 }
@@ -119,8 +124,9 @@ Isa parse_isa(std::string_view name) {
   if (name == "scalar") return Isa::kScalar;
   if (name == "avx2") return Isa::kAvx2;
   if (name == "avx512") return Isa::kAvx512;
+  if (name == "avx512_bf16") return Isa::kAvx512Bf16;
   throw std::invalid_argument("unknown CPU ISA '" + std::string(name) +
-                              "' (expected scalar, avx2 or avx512)");
+                              "' (expected scalar, avx2, avx512 or avx512_bf16)");
 }
 
 void set_active_isa(Isa isa) {

@@ -3,7 +3,7 @@
 // Kernels come in variants compiled for different instruction sets (files *_avx2.cpp,
 // *_avx512.cpp, *_amx.cpp get those flags from CMake); the rest of the binary stays at the
 // x86-64 baseline. The variant is chosen once, at first use: the best this CPU and OS support,
-// capped by the environment variable FP4SERVE_CPU_ISA=scalar|avx2|avx512 (a lower path for
+// capped by the environment variable FP4SERVE_CPU_ISA=scalar|avx2|avx512|avx512_bf16 (a lower path for
 // comparison and debugging; asking for a path the CPU lacks is an error, not a silent fallback).
 #pragma once
 
@@ -14,8 +14,10 @@
 namespace fp4serve::kernels::cpu {
 
 // Kernel variants, lowest first. kScalar is the plain C++ reference every other variant is tested
-// against; kAvx2 needs AVX2+FMA+F16C; kAvx512 needs AVX-512 F/BW/VL/DQ.
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+// against; kAvx2 needs AVX2+FMA+F16C; kAvx512 needs AVX-512 F/BW/VL/DQ; kAvx512Bf16 needs those plus
+// AVX512_BF16 and runs `linear` as bf16 x bf16 -> fp32 dots (VDPBF16PS). kScalar/kAvx2/kAvx512 are
+// bit-identical to each other; kAvx512Bf16 is not (see kernel_table.h for its numerics contract).
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
 
 struct CpuFeatures {
   bool avx2 = false;

@@ -1,6 +1,6 @@
 // The per-ISA primitive kernels behind every CPU op (internal to src/kernels).
 //
-// Every variant computes bit-identical results to the scalar one, because each primitive fixes its
+// The scalar, avx2 and avx512 variants compute bit-identical results, because each primitive fixes its
 // floating-point operation sequence and the vector code only changes how many of those independent
 // sequences run at once:
 //
@@ -13,6 +13,20 @@
 //
 // Element-wise primitives (axpy, the delta-rule step) use one explicit fma/mul/add per element in a
 // fixed sequence over the reduction index; vector lanes are independent output elements.
+//
+// The avx512_bf16 variant (linear_avx512bf16.cpp) shares dot/axpy/gdn_step with avx512 (so those stay
+// bit-identical) but runs `linear` differently, and its linear is NOT bit-identical to scalar:
+//   - x is rounded to bf16 (round-to-nearest-even) once per call; weights are converted to bf16
+//     exactly (bf16, e4m3, e2m1 and int4 codes all fit); products are summed by VDPBF16PS, which has
+//     its own pairwise rounding order and treats bf16 subnormal inputs / fp32 subnormal results as
+//     zero (DAZ/FTZ);
+//   - block scales (NVFP4 e4m3 per 16, FP8 per 128, INT4 per group) multiply partial block sums
+//     (one fp32 fma per block) instead of every weight.
+// Its contract instead: (a) for bf16-valued x (all model activations are bf16) every output is
+// within 1e-5 * sum_k |x*w| (+ a tiny absolute term for flushed subnormals) of the scalar one; for
+// fp32 x the reference is scalar on bf16-rounded x; (b) each output element is one fixed-order
+// reduction over K that depends only on K and the weight format, so results are bit-identical to
+// itself whatever M, the row tile, the N range split or the thread count.
 #pragma once
 
 #include <cstdint>
@@ -22,8 +36,14 @@
 
 namespace fp4serve::kernels::cpu {
 
-// Scratch of a linear call: one dequantized weight row plus M re-ordered activation rows.
-inline int64_t linear_scratch_floats(int64_t M, int64_t K) { return (1 + M) * ((K + 31) / 32 * 32); }
+// Scratch of a linear call: one dequantized weight row plus M re-ordered activation rows (fp32
+// paths), or M bf16 activation rows plus a tile of bf16 weight rows (avx512_bf16; K padded to 256).
+inline int64_t linear_scratch_floats(int64_t M, int64_t K) {
+  const int64_t k256 = (K + 255) / 256 * 256;
+  const int64_t fp32_need = (1 + M) * ((K + 31) / 32 * 32);
+  const int64_t bf16_need = M * k256 / 2 + 8 * k256 * 3 / 4 + 64;  // bf16 x rows + 8 weight rows
+  return fp32_need > bf16_need ? fp32_need : bf16_need;
+}
 
 struct KernelTable {
   // y[m*ldy + n] = tensor_scale * dot(x[m*ldx ...], W(n, :)) for m < M, n0 <= n < n1.
@@ -45,6 +65,7 @@ struct KernelTable {
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();
 const KernelTable& avx512_kernels();
+const KernelTable& avx512bf16_kernels();
 
 // The table for `isa` (throws if the CPU cannot run it); active_table() uses active_isa().
 const KernelTable& kernel_table(Isa isa);

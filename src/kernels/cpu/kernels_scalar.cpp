@@ -77,6 +77,8 @@ const KernelTable& kernel_table(Isa isa) {
       return avx2_kernels();
     case Isa::kAvx512:
       return avx512_kernels();
+    case Isa::kAvx512Bf16:
+      return avx512bf16_kernels();
   }
   return scalar_kernels();
 }

@@ -275,10 +275,15 @@ INSTANTIATE_TEST_SUITE_P(Formats, TinyModelGoldens,
                          // Seen (prefill p90 / worst; decode-step p90 / worst): bf16 0.066 / 2.27; 0.174 / 1.30,
                          // fp8 0.305 / 1.37; 0.172 / 0.59, nvfp4 0.203 / 2.14; 0.160 / 0.79,
                          // int4 0.227 / 1.16; 0.234 / 0.75.
+                         // int4 decode-step worst: one step (prompt 2, step 13) sits on a knife edge: the
+                         // avx512_bf16 linear (bf16 products, kernel_table.h) moves it from 0.75 to 1.10,
+                         // and merely summing that kernel's 16 fp32 lanes in another order moves it back
+                         // to 0.74 (every other step changes by < 0.06). Hence 1.25 for int4, below the
+                         // 1.29 HF bf16's own prefill-vs-decode worst.
                          ::testing::Values(FormatCase{"tiny-bf16", 0.07f, 2.5f, 0.2f, 1.5f},
                                            FormatCase{"tiny-fp8", 0.33f, 2.5f, 0.3f, 1.0f},
                                            FormatCase{"tiny-nvfp4", 0.3f, 2.5f, 0.3f, 1.0f},
-                                           FormatCase{"tiny-int4", 0.3f, 2.5f, 0.3f, 1.0f}),
+                                           FormatCase{"tiny-int4", 0.3f, 2.5f, 0.3f, 1.25f}),
                          [](const auto& info) {
                            std::string n = info.param.dir;
                            std::replace(n.begin(), n.end(), '-', '_');
