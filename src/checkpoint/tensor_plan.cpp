@@ -228,7 +228,8 @@ TensorPlan make_tensor_plan(const ModelConfig& c, const FormatResolver& format_o
     m.path = P + "embed_tokens";
     m.kind = ModuleKind::kEmbedding;
     m.tensors = {dense(P + "embed_tokens.weight", DType::kBF16, {c.vocab_size, H}, {DType::kF16, DType::kF32})};
-    m.active_fraction = 1.0 / static_cast<double>(c.vocab_size);
+    // One row per token; with tied embeddings the lm_head is this same table and reads all of it.
+    m.active_fraction = c.tie_word_embeddings ? 1.0 : 1.0 / static_cast<double>(c.vocab_size);
     plan.modules.push_back(std::move(m));
   }
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {

@@ -54,7 +54,7 @@ struct PlannedModule {
   int64_t in_features = 0;   // linears: K
   int64_t num_experts = 0;   // kRoutedExperts only
   // Fraction of this module's bytes read to decode one token at batch 1: 1 for most, top_k / E
-  // for routed experts, 1 / vocab for the embedding (one row).
+  // for routed experts, 1 / vocab for the embedding (one row; 1 when the lm_head is tied to it).
   double active_fraction = 1.0;
   std::vector<PlannedTensor> tensors;
 

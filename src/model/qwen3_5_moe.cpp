@@ -1,6 +1,7 @@
 #include "model/qwen3_5_moe.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -26,6 +27,18 @@ void residual_add(uint16_t* x, const uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     x[i] = kernels::f32_to_bf16_bits(kernels::bf16_bits_to_f32(x[i]) + kernels::bf16_bits_to_f32(y[i]));
   }
+}
+
+// Runs fn, adding its wall time to *acc when profiling (acc != nullptr); no clock read otherwise.
+template <class Fn>
+void timed(double* acc, Fn&& fn) {
+  if (!acc) {
+    fn();
+    return;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
+  *acc += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 struct StepLayout {
@@ -180,7 +193,17 @@ std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step
 }
 
 std::vector<float> Qwen35MoeModel::forward_batch(const std::vector<BatchSequence>& step,
-                                                 std::vector<std::vector<uint16_t>>* hidden_states) const {
+                                                 std::vector<std::vector<uint16_t>>* hidden_states,
+                                                 StepProfile* profile) const {
+  std::vector<float> logits;
+  timed(profile ? &profile->total_s : nullptr, [&] { logits = forward_step(step, hidden_states, profile); });
+  if (profile) ++profile->steps;
+  return logits;
+}
+
+std::vector<float> Qwen35MoeModel::forward_step(const std::vector<BatchSequence>& step,
+                                                std::vector<std::vector<uint16_t>>* hidden_states,
+                                                StepProfile* profile) const {
   const ModelConfig& c = config();
   const int64_t H = c.hidden_size, V = c.vocab_size;
   StepLayout L;
@@ -214,13 +237,19 @@ std::vector<float> Qwen35MoeModel::forward_batch(const std::vector<BatchSequence
   for (const LayerWeights& layer : w_.layers) {
     kernels::rmsnorm_1p(x.data(), T, H, layer.input_norm.data(), eps, h.data());
     if (layer.kind == LayerKind::kFullAttention) {
-      gated_attention(layer.attn, c, w_.rope, attn_index++, step, L, h.data(), mixed.data());
+      timed(profile ? &profile->attention_s : nullptr,
+            [&] { gated_attention(layer.attn, c, w_.rope, attn_index++, step, L, h.data(), mixed.data()); });
+      if (profile) ++profile->attention_layers;
     } else {
-      gated_deltanet(layer.gdn, w_.gdn_dims, c.rms_norm_eps, gdn_index++, step, L, h.data(), mixed.data());
+      timed(profile ? &profile->gdn_s : nullptr, [&] {
+        gated_deltanet(layer.gdn, w_.gdn_dims, c.rms_norm_eps, gdn_index++, step, L, h.data(), mixed.data());
+      });
+      if (profile) ++profile->gdn_layers;
     }
     residual_add(x.data(), mixed.data(), T * H);
     kernels::rmsnorm_1p(x.data(), T, H, layer.post_norm.data(), eps, h.data());
-    kernels::moe_block(h.data(), T, layer.moe, mixed.data());
+    timed(profile ? &profile->moe_s : nullptr, [&] { kernels::moe_block(h.data(), T, layer.moe, mixed.data()); });
+    if (profile) ++profile->moe_blocks;
     residual_add(x.data(), mixed.data(), T * H);
     if (hidden_states) hidden_states->push_back(x);
   }
@@ -241,12 +270,14 @@ std::vector<float> Qwen35MoeModel::forward_batch(const std::vector<BatchSequence
   }
   const int64_t R = static_cast<int64_t>(rows.size());
   if (R == 0) return {};
-  Bf16 last(static_cast<size_t>(R * H));
-  for (int64_t i = 0; i < R; ++i) std::copy_n(x.data() + rows[i] * H, H, last.data() + i * H);
-  kernels::rmsnorm_1p(last.data(), R, H, w_.final_norm.data(), eps, last.data());
   std::vector<float> logits(static_cast<size_t>(R * V));
-  kernels::linear_bf16(last.data(), R, w_.lm_head, logits.data());
-  kernels::round_bf16_inplace(logits.data(), R * V);  // HF returns bf16 logits
+  timed(profile ? &profile->lm_head_s : nullptr, [&] {
+    Bf16 last(static_cast<size_t>(R * H));
+    for (int64_t i = 0; i < R; ++i) std::copy_n(x.data() + rows[i] * H, H, last.data() + i * H);
+    kernels::rmsnorm_1p(last.data(), R, H, w_.final_norm.data(), eps, last.data());
+    kernels::linear_bf16(last.data(), R, w_.lm_head, logits.data());
+    kernels::round_bf16_inplace(logits.data(), R * V);  // HF returns bf16 logits
+  });
   return logits;
 }
 

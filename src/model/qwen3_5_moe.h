@@ -17,6 +17,7 @@
 #include "model/model_weights.h"
 #include "model/sequence_state.h"
 #include "model/step_batch.h"
+#include "model/step_profile.h"
 
 namespace fp4serve::model {
 
@@ -48,12 +49,17 @@ class Qwen35MoeModel {
   // The engine's form: each sequence's state is wherever its refs point (paged KV blocks, a state
   // slot), positions start at pos0, snapshot copies are taken inside the step, and only the rows
   // asked for get logits ([rows, vocab], in sequence order). Lengths are the caller's to track.
+  // profile (benchmarks): when given, the step's time by layer kind is added to it.
   std::vector<float> forward_batch(const std::vector<BatchSequence>& step,
-                                   std::vector<std::vector<uint16_t>>* hidden_states = nullptr) const;
+                                   std::vector<std::vector<uint16_t>>* hidden_states = nullptr,
+                                   StepProfile* profile = nullptr) const;
 
   const kernels::GdnDims& gdn_dims() const { return w_.gdn_dims; }
 
  private:
+  std::vector<float> forward_step(const std::vector<BatchSequence>& step,
+                                  std::vector<std::vector<uint16_t>>* hidden_states, StepProfile* profile) const;
+
   std::shared_ptr<const LoadedCheckpoint> ck_;
   ModelWeights w_;
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tools/bench/bench_runner.h"
+#include "tools/bench/model_bench.h"
 #include "tools/commands.h"
 
 namespace fp4serve::tools {
@@ -91,7 +92,7 @@ struct CliState {
 }  // namespace
 
 void register_bench(CLI::App& app) {
-  auto* bench = app.add_subcommand("bench", "benchmarks; `fp4serve bench serve` is `vllm bench serve`");
+  auto* bench = app.add_subcommand("bench", "benchmarks; `fp4serve bench serve` is `vllm bench serve`, `fp4serve bench model` the in-process model speed");
   bench->require_subcommand(1);
   auto* cmd = bench->add_subcommand(
       "serve", "load generator matching `vllm bench serve` (random dataset, streaming completions or chat)");
@@ -188,6 +189,7 @@ void register_bench(CLI::App& app) {
     if (has("plot")) cfg.plot = s->plot;
     bench::run_bench(cfg, std::cout);
   });
+  bench::add_bench_model_command(*bench);
 }
 
 }  // namespace fp4serve::tools

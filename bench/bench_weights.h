@@ -1,0 +1,125 @@
+// Synthetic weights for the microbenchmarks: stacks of linear weights in each checkpoint format with
+// finite random values (the kernels' speed does not depend on the values, NaNs aside), and the
+// bytes/flops bookkeeping the benchmarks report as GB/s and GFLOP/s counters.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/weights.h"
+#include "tensor/float_formats.h"
+
+namespace fp4serve::benchutil {
+
+using kernels::WeightFormat;
+using kernels::WeightView;
+
+inline uint32_t lcg(uint32_t& s) { return s = s * 1664525u + 1013904223u; }
+
+// A finite e4m3 byte (exponent field 0..14: never the NaN pattern S.1111.111).
+inline uint8_t random_e4m3(uint32_t& s) { return static_cast<uint8_t>((lcg(s) >> 24) & 0xF7); }
+inline uint16_t random_bf16(uint32_t& s) {
+  return fp4serve::f32_to_bf16(static_cast<float>(static_cast<int32_t>(lcg(s) >> 16) - 32768) / 32768.0f * 0.05f);
+}
+
+// `count` weights [n, k] of one format, stored back to back so a benchmark can rotate through more
+// bytes than the last-level cache holds (each call then streams from DRAM, as a decode step does).
+struct WeightStack {
+  WeightFormat format = WeightFormat::kBf16;
+  int64_t count = 1, n = 0, k = 0;
+  std::vector<uint8_t> data, scales;
+  std::vector<float> block_scales;  // kFp8Block: [ceil(n/128), ceil(k/128)] per weight
+
+  WeightStack(WeightFormat f, int64_t count_, int64_t n_, int64_t k_) : format(f), count(count_), n(n_), k(k_) {
+    uint32_t s = 12345u + static_cast<uint32_t>(n * 31 + k);
+    switch (f) {
+      case WeightFormat::kBf16: {
+        data.resize(static_cast<size_t>(count * n * k * 2));
+        auto* p = reinterpret_cast<uint16_t*>(data.data());
+        for (int64_t i = 0; i < count * n * k; ++i) p[i] = random_bf16(s);
+        break;
+      }
+      case WeightFormat::kFp8Tensor:
+      case WeightFormat::kFp8Block:
+        data.resize(static_cast<size_t>(count * n * k));
+        for (auto& b : data) b = random_e4m3(s);
+        block_scales.assign(static_cast<size_t>(count * block_rows() * block_cols()), 1e-3f);
+        break;
+      case WeightFormat::kNvfp4:
+        data.resize(static_cast<size_t>(count * n * k / 2));
+        scales.resize(static_cast<size_t>(count * n * k / 16));
+        for (auto& b : data) b = static_cast<uint8_t>(lcg(s) >> 24);
+        for (auto& b : scales) b = static_cast<uint8_t>(0x28 + (lcg(s) >> 29));
+        break;
+      default:
+        throw std::invalid_argument("WeightStack: format not benchmarked");
+    }
+  }
+  int64_t block_rows() const { return (n + 127) / 128; }
+  int64_t block_cols() const { return (k + 127) / 128; }
+
+  // Stack size that spans at least `bytes` (so rotating through it misses the cache).
+  static int64_t count_for(WeightFormat f, int64_t n, int64_t k, int64_t bytes) {
+    const int64_t one = bytes_of(f, n, k);
+    return std::max<int64_t>(1, (bytes + one - 1) / one);
+  }
+  static int64_t bytes_of(WeightFormat f, int64_t n, int64_t k) {
+    switch (f) {
+      case WeightFormat::kBf16: return n * k * 2;
+      case WeightFormat::kFp8Tensor: return n * k;
+      case WeightFormat::kFp8Block: return n * k + ((n + 127) / 128) * ((k + 127) / 128) * 4;
+      case WeightFormat::kNvfp4: return n * k / 2 + n * k / 16;
+      default: return 0;
+    }
+  }
+  int64_t bytes_per_weight() const { return bytes_of(format, n, k); }
+
+  WeightView view(int64_t i) const {
+    i %= count;
+    switch (format) {
+      case WeightFormat::kBf16:
+        return kernels::bf16_weight(reinterpret_cast<const uint16_t*>(data.data()) + i * n * k, n, k);
+      case WeightFormat::kFp8Tensor: return kernels::fp8_tensor_weight(data.data() + i * n * k, 1e-3f, n, k);
+      case WeightFormat::kFp8Block:
+        return kernels::fp8_block_weight(data.data() + i * n * k, block_scales.data() + i * block_rows() * block_cols(),
+                                         false, n, k);
+      case WeightFormat::kNvfp4:
+        return kernels::nvfp4_weight(data.data() + i * n * k / 2, scales.data() + i * n * k / 16, 1e-3f, n, k);
+      default: throw std::invalid_argument("WeightStack: format not benchmarked");
+    }
+  }
+};
+
+inline const char* short_format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kBf16: return "bf16";
+    case WeightFormat::kFp8Tensor: return "fp8_tensor";
+    case WeightFormat::kFp8Block: return "fp8_block128";
+    case WeightFormat::kNvfp4: return "nvfp4";
+    default: return "other";
+  }
+}
+
+// GB/s and GFLOP/s counters from per-iteration bytes and flops.
+inline void set_rate_counters(benchmark::State& state, double bytes_per_iter, double flops_per_iter) {
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes_per_iter, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_iter / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The CPU paths this machine runs (kernels/cpu/cpu_features.h), lowest first, as benchmark args.
+inline std::vector<int> isa_args() {
+  std::vector<int> out;
+  for (kernels::cpu::Isa i : kernels::cpu::supported_isas()) out.push_back(static_cast<int>(i));
+  return out;
+}
+inline std::string isa_label(int isa) { return std::string(kernels::cpu::isa_name(static_cast<kernels::cpu::Isa>(isa))); }
+
+}  // namespace fp4serve::benchutil
