@@ -30,16 +30,28 @@ int64_t row_offset(const KvView& kv, int64_t p) {
   return (static_cast<int64_t>(kv.block_table[b]) * kv.block_size + p % kv.block_size) * row;
 }
 
-// One K or V head row as bf16 values in fp32.
-void load_row(const KvView& kv, const void* base, int64_t off, float scale, float* out) {
+// Dequantizes K or V rows 0 .. L-1 of one kv head into out[L, D] (bf16 values in fp32).
+// fp8: out = round_bf16(e4m3(code) * scale), through a 256-entry table built once per call.
+void load_rows(const KvView& kv, const void* base, int kvh, int64_t L, float scale, float* out) {
+  const int D = kv.head_dim;
   if (kv.dtype == KvDtype::kBf16) {
-    bf16_to_f32(static_cast<const uint16_t*>(base) + off, out, kv.head_dim);
-  } else {
-    const float* t = e4m3_table();
-    const uint8_t* p = static_cast<const uint8_t*>(base) + off;
-    for (int i = 0; i < kv.head_dim; ++i) out[i] = round_bf16(t[p[i]] * scale);
+    for (int64_t j = 0; j < L; ++j)
+      bf16_to_f32(static_cast<const uint16_t*>(base) + row_offset(kv, j) + static_cast<int64_t>(kvh) * D, out + j * D, D);
+    return;
+  }
+  float table[256];
+  const float* e4m3 = e4m3_table();
+  for (int c = 0; c < 256; ++c) table[c] = round_bf16(e4m3[c] * scale);
+  for (int64_t j = 0; j < L; ++j) {
+    const uint8_t* p = static_cast<const uint8_t*>(base) + row_offset(kv, j) + static_cast<int64_t>(kvh) * D;
+    float* o = out + j * D;
+    for (int i = 0; i < D; ++i) o[i] = table[p[i]];
   }
 }
+
+// Query tokens per work item: an item dequantizes its kv head's rows once for all its tokens and
+// all the q heads that share the kv head (GQA), instead of once per (token, q head).
+constexpr int64_t kTokensPerItem = 32;
 
 void check_view(const KvView& kv) {
   if (kv.k == nullptr || kv.v == nullptr || kv.n_kv_heads <= 0 || kv.head_dim <= 0)
@@ -73,56 +85,66 @@ void kv_write(const KvView& kv, const uint16_t* k, const uint16_t* v, int64_t T,
 
 void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, AttentionMath math) {
   const cpu::KernelTable& kt = cpu::kernel_table(isa);
-  std::vector<int64_t> first(seqs.size() + 1, 0);
+  // Work items: (sequence, kv head, block of kTokensPerItem query tokens).
+  struct Item {
+    size_t seq;
+    int kvh;
+    int64_t t0, t1;
+  };
+  std::vector<Item> items;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const AttentionSeq& s = seqs[i];
     check_view(s.kv);
     if (Hq % s.kv.n_kv_heads != 0) throw std::invalid_argument("gated_attention: Hq must be a multiple of Hkv");
     if (s.q == nullptr || s.gate == nullptr || s.out == nullptr)
       throw std::invalid_argument("gated_attention: null q, gate or out");
-    first[i + 1] = first[i] + s.T * Hq;
+    for (int kvh = 0; kvh < s.kv.n_kv_heads; ++kvh)
+      for (int64_t t0 = 0; t0 < s.T; t0 += kTokensPerItem) items.push_back({i, kvh, t0, std::min(s.T, t0 + kTokensPerItem)});
   }
-  cpu::parallel_for(first.back(), 1, [&](int64_t i0, int64_t i1) {
-    std::vector<float> qf, kf, acc, scores;
-    size_t si = 0;
-    for (int64_t item = i0; item < i1; ++item) {
-      while (first[si + 1] <= item) ++si;
-      const AttentionSeq& s = seqs[si];
+  const bool eager = math == AttentionMath::kHfEager;
+  cpu::parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t i0, int64_t i1) {
+    std::vector<float> qf, kbuf, vbuf, acc, scores;
+    for (int64_t it = i0; it < i1; ++it) {
+      const Item& item = items[static_cast<size_t>(it)];
+      const AttentionSeq& s = seqs[item.seq];
       const int D = s.kv.head_dim;
-      const int64_t t = (item - first[si]) / Hq;
-      const int h = static_cast<int>((item - first[si]) % Hq);
-      const int kvh = h / (Hq / s.kv.n_kv_heads);
-      const int64_t L = s.pos0 + t + 1;  // keys 0 .. pos0 + t
+      const int group = Hq / s.kv.n_kv_heads;
+      const int64_t L_max = s.pos0 + item.t1;  // the last token of the item sees keys 0 .. pos0 + t1 - 1
+      kbuf.resize(static_cast<size_t>(L_max * D));
+      vbuf.resize(static_cast<size_t>(L_max * D));
+      load_rows(s.kv, s.kv.k, item.kvh, L_max, s.kv.k_scale, kbuf.data());
+      load_rows(s.kv, s.kv.v, item.kvh, L_max, s.kv.v_scale, vbuf.data());
       qf.resize(D);
-      kf.resize(D);
-      acc.assign(D, 0.0f);
-      scores.resize(static_cast<size_t>(L));
-      bf16_to_f32(s.q + (t * Hq + h) * D, qf.data(), D);
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-      const bool eager = math == AttentionMath::kHfEager;
-      float mx = -INFINITY;
-      for (int64_t j = 0; j < L; ++j) {
-        load_row(s.kv, s.kv.k, row_offset(s.kv, j) + static_cast<int64_t>(kvh) * D, s.kv.k_scale, kf.data());
-        const float dot = kt.dot(qf.data(), kf.data(), D);
-        scores[j] = eager ? round_bf16(round_bf16(dot) * scale) : dot * scale;
-        mx = std::max(mx, scores[j]);
-      }
-      float l = 0.0f;
-      for (int64_t j = 0; j < L; ++j) {
-        scores[j] = std::exp(scores[j] - mx);
-        l += scores[j];
-      }
-      const float inv_l = 1.0f / l;
-      for (int64_t j = 0; j < L; ++j) {
-        const float p = eager ? round_bf16(scores[j] * inv_l) : scores[j];
-        load_row(s.kv, s.kv.v, row_offset(s.kv, j) + static_cast<int64_t>(kvh) * D, s.kv.v_scale, kf.data());
-        kt.axpy(p, kf.data(), acc.data(), D);
-      }
-      const uint16_t* gate = s.gate + (t * Hq + h) * D;
-      uint16_t* out = s.out + (t * Hq + h) * D;
-      for (int d = 0; d < D; ++d) {
-        const float o = round_bf16(eager ? acc[d] : acc[d] / l);
-        out[d] = f32_to_bf16_bits(o * round_bf16(sigmoid(bf16_bits_to_f32(gate[d]))));
+      for (int64_t t = item.t0; t < item.t1; ++t) {
+        const int64_t L = s.pos0 + t + 1;  // keys 0 .. pos0 + t
+        scores.resize(static_cast<size_t>(L));
+        for (int h = item.kvh * group; h < (item.kvh + 1) * group; ++h) {
+          acc.assign(D, 0.0f);
+          bf16_to_f32(s.q + (t * Hq + h) * D, qf.data(), D);
+          float mx = -INFINITY;
+          for (int64_t j = 0; j < L; ++j) {
+            const float dot = kt.dot(qf.data(), kbuf.data() + j * D, D);
+            scores[j] = eager ? round_bf16(round_bf16(dot) * scale) : dot * scale;
+            mx = std::max(mx, scores[j]);
+          }
+          float l = 0.0f;
+          for (int64_t j = 0; j < L; ++j) {
+            scores[j] = std::exp(scores[j] - mx);
+            l += scores[j];
+          }
+          const float inv_l = 1.0f / l;
+          for (int64_t j = 0; j < L; ++j) {
+            const float p = eager ? round_bf16(scores[j] * inv_l) : scores[j];
+            kt.axpy(p, vbuf.data() + j * D, acc.data(), D);
+          }
+          const uint16_t* gate = s.gate + (t * Hq + h) * D;
+          uint16_t* out = s.out + (t * Hq + h) * D;
+          for (int d = 0; d < D; ++d) {
+            const float o = round_bf16(eager ? acc[d] : acc[d] / l);
+            out[d] = f32_to_bf16_bits(o * round_bf16(sigmoid(bf16_bits_to_f32(gate[d]))));
+          }
+        }
       }
     }
   });
