@@ -66,6 +66,20 @@ double peak_gflops(double seconds, double flops_per_iter, Loop loop) {
 
 }  // namespace
 
+uint64_t parallel_sum_words(const uint64_t* words, int64_t n) {
+  const int64_t blocks = static_cast<int64_t>(kernels::cpu::num_threads()) * 16;
+  std::vector<uint64_t> partial(static_cast<size_t>(blocks));
+  kernels::cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t w0 = n * b / blocks, w1 = n * (b + 1) / blocks;
+      partial[static_cast<size_t>(b)] = sum_words(words + w0, w1 - w0);
+    }
+  });
+  uint64_t total = 0;
+  for (uint64_t v : partial) total += v;
+  return total;
+}
+
 double measure_read_bandwidth_gbs(uint64_t buffer_bytes, int passes) {
   const int64_t words = static_cast<int64_t>(std::max<uint64_t>(buffer_bytes / 8, 1024));
   std::unique_ptr<uint64_t[]> buf(new uint64_t[static_cast<size_t>(words)]);
@@ -76,20 +90,13 @@ double measure_read_bandwidth_gbs(uint64_t buffer_bytes, int passes) {
       for (int64_t w = words * b / blocks, e = words * (b + 1) / blocks; w < e; ++w) buf[w] = static_cast<uint64_t>(w);
     }
   });
-  std::vector<uint64_t> partial(static_cast<size_t>(blocks));
   double best = 1e300;
+  volatile uint64_t keep = 0;
   for (int p = 0; p < std::max(1, passes); ++p) {
     const auto t0 = clock_type::now();
-    kernels::cpu::parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        const int64_t w0 = words * b / blocks, w1 = words * (b + 1) / blocks;
-        partial[static_cast<size_t>(b)] = sum_words(buf.get() + w0, w1 - w0);
-      }
-    });
+    keep = keep + parallel_sum_words(buf.get(), words);
     best = std::min(best, seconds_since(t0));
   }
-  volatile uint64_t keep = partial[0];
-  (void)keep;
   return static_cast<double>(words) * 8.0 / best / 1e9;
 }
 

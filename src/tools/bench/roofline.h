@@ -18,6 +18,10 @@ struct Roofline {
   int threads = 1;
 };
 
+// Reads words[0 .. n) once on the kernels' thread pool (blocks spread over the threads) and returns
+// their sum: the read-bandwidth loop, shared with bench/membw_bench.
+uint64_t parallel_sum_words(const uint64_t* words, int64_t n);
+
 // Streams `buffer_bytes` (touched once first) `passes` times on the kernels' thread pool.
 double measure_read_bandwidth_gbs(uint64_t buffer_bytes, int passes = 3);
 // Independent FMA chains in registers on every thread, for about `seconds`.
