@@ -19,86 +19,9 @@ constexpr Isa kTier = Isa::kAvx512Bf16;
 #define SKIP_WITHOUT_BF16()                                                         \
   if (!cpu::isa_supported(kTier)) GTEST_SKIP() << "CPU lacks AVX512_BF16 (" << cpu::describe_cpu() << ")"
 
-// Storage for one weight of a format, plus its view.
-struct Weight {
-  std::vector<uint16_t> u16;
-  std::vector<uint8_t> u8, u8b;
-  std::vector<int32_t> i32;
-  std::vector<float> f32;
-  Int4Packed int4;
-  WeightView view;
-};
-
-enum class Kind { kBf16, kFp8Tensor, kFp8BlockF32, kFp8BlockBf16, kNvfp4, kInt4Packed, kInt4Gptq };
-
-const char* kind_name(Kind k) {
-  switch (k) {
-    case Kind::kBf16: return "bf16";
-    case Kind::kFp8Tensor: return "fp8_tensor";
-    case Kind::kFp8BlockF32: return "fp8_block_f32";
-    case Kind::kFp8BlockBf16: return "fp8_block_bf16";
-    case Kind::kNvfp4: return "nvfp4";
-    case Kind::kInt4Packed: return "int4_packed";
-    case Kind::kInt4Gptq: return "int4_gptq";
-  }
-  return "?";
-}
-
-bool fits(Kind f, int64_t k) {
-  if (f == Kind::kNvfp4) return k % 16 == 0;
-  if (f == Kind::kInt4Gptq || f == Kind::kInt4Packed) return k % 128 == 0;
-  return true;
-}
-
-// scale_lo/hi: the e4m3 block-scale code range for NVFP4 (0x00 = zero, 0x01..0x07 subnormal).
-Weight make(Kind f, int64_t n, int64_t k, uint32_t seed, int scale_lo = 0x01, int scale_hi = 0x5F) {
-  Weight r;
-  switch (f) {
-    case Kind::kBf16:
-      r.u16 = test::to_bf16(test::random_f32(n * k, seed, 0.1f));
-      r.view = bf16_weight(r.u16.data(), n, k);
-      break;
-    case Kind::kFp8Tensor:
-      r.u8 = test::random_e4m3(n * k, seed);
-      r.view = fp8_tensor_weight(r.u8.data(), 0.0123f, n, k);
-      break;
-    case Kind::kFp8BlockF32:
-    case Kind::kFp8BlockBf16: {
-      r.u8 = test::random_e4m3(n * k, seed);
-      const int64_t sn = (n + 127) / 128, sk = (k + 127) / 128;
-      r.f32 = test::random_f32(sn * sk, seed + 1, 0.01f);
-      for (auto& s : r.f32) s = std::fabs(s) + 1e-4f;
-      if (f == Kind::kFp8BlockBf16) {
-        r.u16 = test::to_bf16(r.f32);
-        r.view = fp8_block_weight(r.u8.data(), r.u16.data(), true, n, k);
-      } else {
-        r.view = fp8_block_weight(r.u8.data(), r.f32.data(), false, n, k);
-      }
-      break;
-    }
-    case Kind::kNvfp4:
-      r.u8 = test::random_bytes(n * k / 2, seed);
-      r.u8b = test::random_bytes(n * k / 16, seed + 1, scale_lo, scale_hi);
-      r.view = nvfp4_weight(r.u8.data(), r.u8b.data(), 3.1e-4f, n, k);
-      break;
-    case Kind::kInt4Gptq:
-    case Kind::kInt4Packed: {
-      auto bytes = test::random_bytes(k / 8 * n * 4, seed);
-      r.i32.resize(k / 8 * n);
-      std::memcpy(r.i32.data(), bytes.data(), bytes.size());
-      auto s = test::random_f32(k / 128 * n, seed + 1, 0.02f);
-      r.u16.resize(s.size());
-      for (size_t i = 0; i < s.size(); ++i) r.u16[i] = f32_to_f16(std::fabs(s[i]) + 1e-3f);
-      r.view = int4_gptq_weight(r.i32.data(), r.u16.data(), n, k, 128);
-      if (f == Kind::kInt4Packed) {
-        r.int4 = int4_repack(r.view);
-        r.view = r.int4.view();
-      }
-      break;
-    }
-  }
-  return r;
-}
+using Kind = test::WeightKind;
+using test::fits;
+using test::kind_name;
 
 const Kind kKinds[] = {Kind::kBf16,   Kind::kFp8Tensor,   Kind::kFp8BlockF32, Kind::kFp8BlockBf16,
                        Kind::kNvfp4,  Kind::kInt4Packed,  Kind::kInt4Gptq};
@@ -131,7 +54,7 @@ TEST(LinearBf16Tier, EveryFormatWithinToleranceOfScalarIncludingTails) {
       if (!fits(f, K)) continue;
       for (int64_t N : Ns)
         for (int64_t M : Ms) {
-          Weight w = make(f, N, K, ++seed);
+          test::RandomWeight w = test::make_random_weight(f, N, K, ++seed);
           const auto x = test::random_bf16_values(M * K, ++seed);
           expect_within_tolerance(x, M, w.view,
                                   std::string(kind_name(f)) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
@@ -144,9 +67,9 @@ TEST(LinearBf16Tier, EveryFormatWithinToleranceOfScalarIncludingTails) {
 TEST(LinearBf16Tier, LargeExpertShapesWithinTolerance) {
   SKIP_WITHOUT_BF16();
   for (Kind f : {Kind::kNvfp4, Kind::kFp8BlockBf16, Kind::kBf16}) {
-    Weight w = make(f, 64, 2048, 7);
+    test::RandomWeight w = test::make_random_weight(f, 64, 2048, 7);
     expect_within_tolerance(test::random_bf16_values(2 * 2048, 8), 2, w.view, kind_name(f));
-    Weight d = make(f, 33, 512, 9);
+    test::RandomWeight d = test::make_random_weight(f, 33, 512, 9);
     expect_within_tolerance(test::random_bf16_values(6 * 512, 10), 6, d.view, kind_name(f));
   }
 }
@@ -187,7 +110,7 @@ TEST(LinearBf16Tier, BitIdenticalWhateverMTileNSplitAndThreads) {
   for (Kind f : kKinds) {
     const int64_t k = fits(f, K) ? K : 768;
     SCOPED_TRACE(kind_name(f));
-    Weight w = make(f, N, k, 55);
+    test::RandomWeight w = test::make_random_weight(f, N, k, 55);
     const int64_t M = 21;
     const auto x = test::random_bf16_values(M * k, 56);
     std::vector<float> all(M * N);
@@ -225,7 +148,7 @@ TEST(LinearBf16Tier, SubnormalZeroAndNegativeZeroBlockScales) {
   const int64_t N = 9, K = 320;
   for (int64_t M : {1, 6}) {
     // Scales drawn from zero, every subnormal e4m3 code and the smallest normals.
-    Weight w = make(Kind::kNvfp4, N, K, 31, 0x00, 0x0A);
+    test::RandomWeight w = test::make_random_weight(Kind::kNvfp4, N, K, 31, 0x00, 0x0A);
     for (size_t i = 0; i < w.u8b.size(); i += 5) w.u8b[i] = 0x80;  // -0 scale
     expect_within_tolerance(test::random_bf16_values(M * K, 32), M, w.view, "nvfp4 tiny scales");
   }
@@ -251,7 +174,7 @@ TEST(LinearBf16Tier, NegativeZeroInputsGivePositiveZeroLikeScalar) {
   SKIP_WITHOUT_BF16();
   const int64_t N = 5, K = 96;
   for (Kind f : {Kind::kBf16, Kind::kFp8Tensor, Kind::kNvfp4}) {
-    Weight w = make(f, N, K, 41);
+    test::RandomWeight w = test::make_random_weight(f, N, K, 41);
     for (int64_t M : {1, 5}) {
       std::vector<float> x(M * K, -0.0f), ref(M * N), got(M * N);
       linear(x.data(), M, w.view, ref.data(), Isa::kScalar);
@@ -274,7 +197,7 @@ TEST(LinearBf16Tier, NegativeZeroInputsGivePositiveZeroLikeScalar) {
 TEST(LinearBf16Tier, Fp32ActivationsAreRoundedToBf16Once) {
   SKIP_WITHOUT_BF16();
   const int64_t N = 12, K = 200;
-  Weight w = make(Kind::kBf16, N, K, 61);
+  test::RandomWeight w = test::make_random_weight(Kind::kBf16, N, K, 61);
   auto x = test::random_f32(3 * K, 62);  // not bf16 values
   auto xr = x;
   for (auto& v : xr) v = round_bf16(v);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "kernel_test_util.h"
@@ -13,57 +14,20 @@ namespace {
 using test::isas;
 using test::same_bits;
 
-// Storage for one random weight in a given format, plus its view.
-struct RandomWeight {
-  std::vector<uint16_t> u16;
-  std::vector<uint8_t> u8, u8b;
-  std::vector<int32_t> i32;
-  std::vector<float> f32;
-  Int4Packed int4;
-  WeightView view;
-};
+using test::RandomWeight;
 
+// A random weight of `f` (FP8 block with fp32 scale_inv).
 RandomWeight make_weight(WeightFormat f, int64_t n, int64_t k, uint32_t seed) {
-  RandomWeight r;
+  using Kind = test::WeightKind;
   switch (f) {
-    case WeightFormat::kBf16:
-      r.u16 = test::to_bf16(test::random_f32(n * k, seed, 0.1f));
-      r.view = bf16_weight(r.u16.data(), n, k);
-      break;
-    case WeightFormat::kFp8Tensor:
-      r.u8 = test::random_e4m3(n * k, seed);
-      r.view = fp8_tensor_weight(r.u8.data(), 0.0123f, n, k);
-      break;
-    case WeightFormat::kFp8Block: {
-      r.u8 = test::random_e4m3(n * k, seed);
-      const int64_t sn = (n + 127) / 128, sk = (k + 127) / 128;
-      r.f32 = test::random_f32(sn * sk, seed + 1, 0.01f);
-      for (auto& s : r.f32) s = std::fabs(s) + 1e-4f;
-      r.view = fp8_block_weight(r.u8.data(), r.f32.data(), false, n, k);
-      break;
-    }
-    case WeightFormat::kNvfp4:
-      r.u8 = test::random_bytes(n * k / 2, seed);
-      r.u8b = test::random_bytes(n * k / 16, seed + 1, 0x01, 0x5F);  // positive finite e4m3 scales
-      r.view = nvfp4_weight(r.u8.data(), r.u8b.data(), 3.1e-4f, n, k);
-      break;
-    case WeightFormat::kInt4Gptq:
-    case WeightFormat::kInt4Packed: {
-      auto bytes = test::random_bytes(k / 8 * n * 4, seed);
-      r.i32.resize(k / 8 * n);
-      std::memcpy(r.i32.data(), bytes.data(), bytes.size());
-      auto s = test::random_f32(k / 128 * n, seed + 1, 0.02f);
-      r.u16.resize(s.size());
-      for (size_t i = 0; i < s.size(); ++i) r.u16[i] = f32_to_f16(std::fabs(s[i]) + 1e-3f);
-      r.view = int4_gptq_weight(r.i32.data(), r.u16.data(), n, k, 128);
-      if (f == WeightFormat::kInt4Packed) {
-        r.int4 = int4_repack(r.view);
-        r.view = r.int4.view();
-      }
-      break;
-    }
+    case WeightFormat::kBf16: return test::make_random_weight(Kind::kBf16, n, k, seed);
+    case WeightFormat::kFp8Tensor: return test::make_random_weight(Kind::kFp8Tensor, n, k, seed);
+    case WeightFormat::kFp8Block: return test::make_random_weight(Kind::kFp8BlockF32, n, k, seed);
+    case WeightFormat::kNvfp4: return test::make_random_weight(Kind::kNvfp4, n, k, seed);
+    case WeightFormat::kInt4Gptq: return test::make_random_weight(Kind::kInt4Gptq, n, k, seed);
+    case WeightFormat::kInt4Packed: return test::make_random_weight(Kind::kInt4Packed, n, k, seed);
   }
-  return r;
+  throw std::invalid_argument("make_weight: unknown format");
 }
 
 struct Shape {
