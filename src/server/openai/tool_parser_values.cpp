@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 
-#include "engine/sampling_params.h"
 #include "server/openai/tool_parser_python_literal.h"
 
 #include "server/openai/python_text.h"
+#include "tokenizer/chat_template/jinja_value.h"
 
 namespace fp4serve::server::openai {
 namespace {
@@ -28,73 +27,6 @@ std::string type_name(const json& type) {
   return "[non-string type]";
 }
 
-void dump_string(const std::string& s, std::string& out) {
-  out += '"';
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (u < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", u);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
-void dump(const json& v, std::string& out) {
-  switch (v.type()) {
-    case json::value_t::null: out += "null"; return;
-    case json::value_t::boolean: out += v.get<bool>() ? "true" : "false"; return;
-    case json::value_t::number_integer: out += std::to_string(v.get<std::int64_t>()); return;
-    case json::value_t::number_unsigned: out += std::to_string(v.get<std::uint64_t>()); return;
-    case json::value_t::number_float: {
-      const double d = v.get<double>();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
-      else out += engine::python_float_repr(d);
-      return;
-    }
-    case json::value_t::string: dump_string(v.get_ref<const std::string&>(), out); return;
-    case json::value_t::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& item : v) {
-        if (!first) out += ", ";
-        first = false;
-        dump(item, out);
-      }
-      out += ']';
-      return;
-    }
-    case json::value_t::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& [key, item] : v.items()) {
-        if (!first) out += ", ";
-        first = false;
-        dump_string(key, out);
-        out += ": ";
-        dump(item, out);
-      }
-      out += '}';
-      return;
-    }
-    default: out += "null"; return;  // binary/discarded never occur here
-  }
-}
-
 bool one_of(const std::string& s, std::initializer_list<std::string_view> names) {
   return std::any_of(names.begin(), names.end(), [&](std::string_view n) { return s == n; });
 }
@@ -102,9 +34,8 @@ bool one_of(const std::string& s, std::initializer_list<std::string_view> names)
 }  // namespace
 
 std::string python_json_dumps(const json& value) {
-  std::string out;
-  dump(value, out);
-  return out;
+  // The chat template's json.dumps (tojson) is the same Python function; one implementation.
+  return jinja::py_json_dumps(jinja::Value::from_json(value), jinja::JsonDumpOptions{}, jinja::SourcePos{});
 }
 
 json find_tool_properties(const json& tools, std::string_view function_name) {
