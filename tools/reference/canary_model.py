@@ -10,7 +10,6 @@ log(V - n), the log of the sum of exp(0) over the V - n unused tokens.
 import copy
 import json
 import math
-import os
 
 import torch
 

@@ -17,7 +17,6 @@ import argparse
 import io
 import json
 import os
-import shutil
 import sys
 import tarfile
 import tempfile
