@@ -1,6 +1,7 @@
 // The canary's answer rules: what passes, and each kind of garbage the seeds reported.
 #include <gtest/gtest.h>
 
+#include "cli_test_util.h"
 #include "tools/canary_checks.h"
 
 namespace fp4serve::tools {
@@ -31,6 +32,18 @@ TEST(CanaryChecks, GarbageIsCaughtEvenWhenTheExpectedWordIsThere) {
   EXPECT_NE(check_problem(check("capital-of-france"), "Paris<|box_end|><|box_end|><|box_end|>").find("run of special"),
             std::string::npos);
   EXPECT_EQ(sanity_problem("one <|im_end|> token alone is not a run"), "");
+}
+
+}  // namespace
+}  // namespace fp4serve::tools
+
+namespace fp4serve::tools {
+namespace {
+
+TEST(CanaryCli, UnreachableServerIsExit1WithTheReason) {
+  const auto r = fp4serve::testing::run_fp4serve("canary http://127.0.0.1:1");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot connect to http://127.0.0.1:1"), std::string::npos) << r.output;
 }
 
 }  // namespace
