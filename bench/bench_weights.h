@@ -12,7 +12,12 @@
 #include <string>
 #include <vector>
 
+#include <cstdlib>
+#include <fstream>
+
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/packed_weight.h"
 #include "kernels/weights.h"
 #include "tensor/float_formats.h"
 
@@ -22,6 +27,33 @@ using kernels::WeightFormat;
 using kernels::WeightView;
 
 inline uint32_t lcg(uint32_t& s) { return s = s * 1664525u + 1013904223u; }
+
+// Bytes a benchmark must rotate through so that its weights come from DRAM: twice the last-level
+// cache this machine reports (sysfs), at least 64 MiB. (A fixed 64 MiB stayed inside the 480 MiB
+// L3 of some machines and measured cache bandwidth.)
+inline int64_t dram_rotation_bytes() {
+  if (const char* e = std::getenv("FP4SERVE_BENCH_ROTATE_MIB"); e != nullptr) return std::atoll(e) << 20;
+  int64_t llc = 0;
+  for (int idx = 0; idx < 8; ++idx) {
+    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/size");
+    std::string v;
+    if (!(f >> v) || v.empty()) continue;
+    int64_t n = std::stoll(v);
+    if (v.back() == 'K') n <<= 10;
+    if (v.back() == 'M') n <<= 20;
+    llc = std::max(llc, n);
+  }
+  return std::max<int64_t>(int64_t{64} << 20, 2 * llc);
+}
+
+// `v` as the model binds it for `isa`: packed into panels (kept alive in `keep`) when that tier has
+// a panel kernel, else as is.
+inline WeightView bind_for(const WeightView& v, kernels::cpu::Isa isa,
+                           std::vector<std::unique_ptr<kernels::PackedWeight>>& keep) {
+  if (kernels::cpu::kernel_table(isa).linear_packed == nullptr || !kernels::packable(v)) return v;
+  keep.push_back(std::make_unique<kernels::PackedWeight>(kernels::pack_weight(v)));
+  return kernels::with_packed(v, *keep.back());
+}
 
 // A finite e4m3 byte (exponent field 0..14: never the NaN pattern S.1111.111).
 inline uint8_t random_e4m3(uint32_t& s) { return static_cast<uint8_t>((lcg(s) >> 24) & 0xF7); }
@@ -36,6 +68,7 @@ struct WeightStack {
   int64_t count = 1, n = 0, k = 0;
   std::vector<uint8_t> data, scales;
   std::vector<float> block_scales;  // kFp8Block: [ceil(n/128), ceil(k/128)] per weight
+  mutable std::vector<std::unique_ptr<kernels::PackedWeight>> packed_;  // view_for's panels
 
   WeightStack(WeightFormat f, int64_t count_, int64_t n_, int64_t k_) : format(f), count(count_), n(n_), k(k_) {
     uint32_t s = 12345u + static_cast<uint32_t>(n * 31 + k);
@@ -80,6 +113,14 @@ struct WeightStack {
     }
   }
   int64_t bytes_per_weight() const { return bytes_of(format, n, k); }
+
+  // view(i) as the model binds it for `isa` (packed_weight.h panels on the panel tiers; packed once).
+  WeightView view_for(int64_t i, kernels::cpu::Isa isa) const {
+    if (kernels::cpu::kernel_table(isa).linear_packed == nullptr) return view(i);
+    if (packed_.empty())
+      for (int64_t j = 0; j < count; ++j) packed_.push_back(std::make_unique<kernels::PackedWeight>(kernels::pack_weight(view(j))));
+    return kernels::with_packed(view(i), *packed_[static_cast<size_t>(i % count)]);
+  }
 
   WeightView view(int64_t i) const {
     i %= count;

@@ -1,8 +1,10 @@
 // Linear-layer throughput (kernels/linear.h) for the FP8 (per-tensor and 128x128-block), BF16 and
 // NVFP4 weight formats at Qwen3.6-35B-A3B's real dense shapes, GEMV (M = 1) and small-batch GEMM
 // (M = 8, 64), per CPU path this machine runs. Counters: GB/s of weight bytes, GFLOP/s (2 M N K).
-// Weights rotate through a stack of >= 64 MiB (2x a 32 MiB LLC) so every call streams from DRAM,
-// as in a decode step. Compare GB/s with membw_bench (or `fp4serve bench model`'s roofline).
+// Weights rotate through a stack of twice the last-level cache (at least 64 MiB) so every call
+// streams from DRAM, as in a decode step; on the avx512_bf16 / amx tiers they are packed into
+// panels first, as the model binds them. Compare GB/s with membw_bench (or `fp4serve bench model`'s
+// roofline).
 // Name: Linear/<format>/<shape>/isa:<i>/M:<m>, isa 0 scalar, 1 avx2, 2 avx512, 3 avx512_bf16 ...
 #include <benchmark/benchmark.h>
 
@@ -41,7 +43,7 @@ const WeightStack& stack_for(WeightFormat f, const Shape& sh) {
   static std::unique_ptr<WeightStack> cur;
   if (!cur || cur->format != f || cur->n != sh.n || cur->k != sh.k) {
     cur.reset();
-    cur = std::make_unique<WeightStack>(f, WeightStack::count_for(f, sh.n, sh.k, int64_t{64} << 20), sh.n, sh.k);
+    cur = std::make_unique<WeightStack>(f, WeightStack::count_for(f, sh.n, sh.k, benchutil::dram_rotation_bytes()), sh.n, sh.k);
   }
   return *cur;
 }
@@ -51,9 +53,10 @@ void run_linear(benchmark::State& state, WeightFormat f, Shape sh) {
   const int64_t M = state.range(1);
   const WeightStack& w = stack_for(f, sh);
   std::vector<float> x(static_cast<size_t>(M * sh.k), 0.01f), y(static_cast<size_t>(M * sh.n));
+  (void)w.view_for(0, isa);  // packs the stack (once) outside the timing
   int64_t i = 0;
   for (auto _ : state) {
-    kernels::linear(x.data(), M, w.view(i++), y.data(), isa);
+    kernels::linear(x.data(), M, w.view_for(i++, isa), y.data(), isa);
     benchmark::DoNotOptimize(y.data());
   }
   benchutil::set_rate_counters(state, static_cast<double>(w.bytes_per_weight()),

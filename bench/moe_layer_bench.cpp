@@ -29,7 +29,9 @@ constexpr int64_t kH = 2048, kI = 512, kE = 256, kTopK = 8, kShared = 512;
 struct MoeSetup {
   WeightFormat format;
   WeightStack gate_up, down, shared_gate_up, shared_down, router, shared_gate;
-  kernels::MoeWeights w;
+  kernels::MoeWeights w;         // plain views
+  kernels::MoeWeights w_panels;  // packed (for the panel tiers)
+  std::vector<std::unique_ptr<kernels::PackedWeight>> keep;
 
   explicit MoeSetup(WeightFormat f)
       : format(f),
@@ -45,6 +47,24 @@ struct MoeSetup {
     w.shared = {shared_gate_up.view(0), shared_gate_up.view(1), shared_down.view(0)};
     w.shared_gate = shared_gate.view(0);
     w.top_k = static_cast<int>(kTopK);
+    w_panels = w;
+    const kernels::cpu::Isa top = kernels::cpu::supported_isas().back();
+    auto bind = [&](kernels::WeightView& v) { v = benchutil::bind_for(v, top, keep); };
+    bind(w_panels.router);
+    bind(w_panels.shared_gate);
+    for (kernels::ExpertWeights* x : {&w_panels.shared}) {
+      bind(x->gate);
+      bind(x->up);
+      bind(x->down);
+    }
+    for (auto& x : w_panels.experts) {
+      bind(x.gate);
+      bind(x.up);
+      bind(x.down);
+    }
+  }
+  const kernels::MoeWeights& weights_for(kernels::cpu::Isa isa) const {
+    return kernels::cpu::kernel_table(isa).linear_packed != nullptr ? w_panels : w;
   }
   double expert_bytes() const { return 2.0 * gate_up.bytes_per_weight() + down.bytes_per_weight(); }
   double always_read_bytes() const {
@@ -82,7 +102,7 @@ void BM_MoeBlock(benchmark::State& state, WeightFormat f) {
   for (auto& v : x) v = benchutil::random_bf16(seed);
   const int64_t hit = experts_hit(s, x, T);
   for (auto _ : state) {
-    kernels::moe_block(x.data(), T, s.w, out.data(), isa);
+    kernels::moe_block(x.data(), T, s.weights_for(isa), out.data(), isa);
     benchmark::DoNotOptimize(out.data());
   }
   const double flops = 2.0 * static_cast<double>(T) *

@@ -20,8 +20,9 @@ function(fp4serve_module name)
   endif()
 endfunction()
 
-# Runtime ISA dispatch: a kernel file named *_avx2.cpp, *_avx512.cpp, *_avx512bf16.cpp or *_amx.cpp is
-# compiled for that ISA only (the avx512 tier needs F/BW/VL/DQ only, so its files get no BF16/VNNI
+# Runtime ISA dispatch: a kernel file named *_avx2.cpp, *_avx512.cpp, *_avx512bf16.cpp,
+# *_avx512bf16vbmi.cpp (BF16 + VBMI: the panel kernels' byte tables) or *_amx.cpp is compiled for
+# that ISA only (the avx512 tier needs F/BW/VL/DQ only, so its files get no BF16/VNNI
 # flags: the compiler must not emit an instruction the tier's CPUs may lack); the rest of the program
 # stays at the x86-64 baseline and picks the variant at run time (kernels/cpu/cpu_features.h). This keeps one binary correct on every x86-64 machine.
 function(fp4serve_isa_flags target)
@@ -35,9 +36,12 @@ function(fp4serve_isa_flags target)
     elseif(src MATCHES "_avx512bf16\\.cpp$")
       set_source_files_properties(${src} TARGET_DIRECTORY ${target} PROPERTIES COMPILE_OPTIONS
         "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mavx512vnni")
+    elseif(src MATCHES "_avx512bf16vbmi\\.cpp$")
+      set_source_files_properties(${src} TARGET_DIRECTORY ${target} PROPERTIES COMPILE_OPTIONS
+        "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mavx512vnni;-mavx512vbmi")
     elseif(src MATCHES "_amx\\.cpp$")
       set_source_files_properties(${src} TARGET_DIRECTORY ${target} PROPERTIES COMPILE_OPTIONS
-        "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mamx-tile;-mamx-bf16;-mamx-int8")
+        "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx512bf16;-mavx512vnni;-mavx512vbmi;-mamx-tile;-mamx-bf16;-mamx-int8")
     endif()
   endforeach()
 endfunction()

@@ -107,6 +107,7 @@ WeightView slice_rows(const WeightView& w, int64_t r0, int64_t rows) {
               std::to_string(w.n) + ")");
   WeightView s = w;
   s.n = rows;
+  s.packed = nullptr;
   switch (w.format) {
     case WeightFormat::kBf16:
       s.data = static_cast<const uint16_t*>(w.data) + r0 * w.ld;

@@ -25,6 +25,8 @@ namespace fp4serve::kernels {
 
 enum class WeightFormat : uint8_t { kBf16, kFp8Tensor, kFp8Block, kNvfp4, kInt4Gptq, kInt4Packed };
 
+struct PackedWeight;  // packed_weight.h: the same numbers in the fast tiers' panel layout
+
 const char* weight_format_name(WeightFormat f);
 
 struct WeightView {
@@ -38,6 +40,9 @@ struct WeightView {
   bool scales_bf16 = false;  // kFp8Block only: scale_inv stored as bf16 instead of fp32
   int group = 0;             // kInt4*: K elements per scale (128); kNvfp4: 16; kFp8Block: 128
   float tensor_scale = 1.0f; // kFp8Tensor: weight_scale; kNvfp4: weight_scale_2; others 1
+  // The same weight repacked into panels (set at load for the avx512_bf16 / amx tiers); tiers
+  // without a panel kernel read `data` as above. Never owned by the view.
+  const PackedWeight* packed = nullptr;
 };
 
 // Error for a view whose shapes or layout do not fit; the message names the weight.
@@ -60,7 +65,8 @@ WeightView int4_gptq_weight(const int32_t* qweight, const uint16_t* scales_f16, 
                             int group = 128, const std::string& what = "int4 weight");
 
 // Rows [r0, r0 + rows) of a view, as a view (for fused tensors: gate/up halves, per-expert slices
-// of a [E*N, K] stack). kFp8Block needs r0 % 128 == 0.
+// of a [E*N, K] stack). kFp8Block needs r0 % 128 == 0. The slice has no packed form (pack slices
+// separately).
 WeightView slice_rows(const WeightView& w, int64_t r0, int64_t rows);
 
 // Owning repacked INT4 weight (the fast CPU layout); view() is a kInt4Packed view.

@@ -5,6 +5,8 @@
 
 #include "checkpoint/checkpoint_error.h"
 #include "kernels/bf16.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/packed_weight.h"
 #include "tensor/float_formats.h"
 
 namespace fp4serve::model {
@@ -51,8 +53,21 @@ const uint16_t* as_bf16(const LoadedCheckpoint& ck, const std::string& name, std
 
 class Binder {
  public:
-  Binder(const LoadedCheckpoint& ck, ModelWeights& w) : ck_(ck), w_(w) {
+  Binder(const LoadedCheckpoint& ck, ModelWeights& w)
+      : ck_(ck), w_(w), pack_(kernels::cpu::active_table().linear_packed != nullptr) {
     for (const auto& m : ck.plan().modules) modules_[m.path] = &m;
+  }
+
+  // The view with its panels attached when the CPU tier runs panel kernels (packed_weight.h: one
+  // copy in the kernels' order, made once here; the checkpoint's mmap is not read again for it).
+  WeightView packed(WeightView v) {
+    if (!pack_ || !kernels::packable(v)) return v;
+    auto p = std::make_shared<kernels::PackedWeight>(kernels::pack_weight(v));
+    v = kernels::with_packed(v, *p);
+    w_.packed_bytes += p->size_bytes();
+    ++w_.packed_linears;
+    w_.owned.push_back(std::move(p));
+    return v;
   }
 
   const PlannedModule& module(const std::string& path) const {
@@ -64,7 +79,7 @@ class Binder {
   // A linear [out, in] stored at `path` in the format the plan gives it.
   WeightView linear(const std::string& path) {
     const PlannedModule& m = module(path);
-    return linear_as(path, m.format, m.out_features, m.in_features);
+    return packed(linear_as(path, m.format, m.out_features, m.in_features));
   }
 
   WeightView linear_as(const std::string& path, const WeightFormat& f, int64_t out, int64_t in) {
@@ -148,16 +163,16 @@ class Binder {
       const WeightView dn = kernels::bf16_weight(as_bf16(ck_, p + "experts.down_proj", w_.owned), E * H, I,
                                                  p + "experts.down_proj");
       for (int64_t e = 0; e < E; ++e) {
-        moe.experts[e].gate = kernels::slice_rows(gu, e * 2 * I, I);
-        moe.experts[e].up = kernels::slice_rows(gu, e * 2 * I + I, I);
-        moe.experts[e].down = kernels::slice_rows(dn, e * H, H);
+        moe.experts[e].gate = packed(kernels::slice_rows(gu, e * 2 * I, I));
+        moe.experts[e].up = packed(kernels::slice_rows(gu, e * 2 * I + I, I));
+        moe.experts[e].down = packed(kernels::slice_rows(dn, e * H, H));
       }
     } else {
       for (int64_t e = 0; e < E; ++e) {
         const std::string ep = p + "experts." + std::to_string(e) + ".";
-        moe.experts[e].gate = linear_as(ep + "gate_proj", experts.format, I, H);
-        moe.experts[e].up = linear_as(ep + "up_proj", experts.format, I, H);
-        moe.experts[e].down = linear_as(ep + "down_proj", experts.format, H, I);
+        moe.experts[e].gate = packed(linear_as(ep + "gate_proj", experts.format, I, H));
+        moe.experts[e].up = packed(linear_as(ep + "up_proj", experts.format, I, H));
+        moe.experts[e].down = packed(linear_as(ep + "down_proj", experts.format, H, I));
       }
     }
     moe.has_shared = c.shared_expert_intermediate_size > 0;
@@ -172,6 +187,7 @@ class Binder {
  private:
   const LoadedCheckpoint& ck_;
   ModelWeights& w_;
+  bool pack_;
   std::unordered_map<std::string, const PlannedModule*> modules_;
 };
 
@@ -197,8 +213,9 @@ ModelWeights bind_model_weights(const LoadedCheckpoint& ck) {
     b.bind_moe(lp, L.moe);
   }
   w.final_norm = bf16_values(ck, c.tensor_prefix + "norm.weight");
-  w.lm_head = c.tie_word_embeddings ? kernels::bf16_weight(w.embed_tokens, c.vocab_size, c.hidden_size, "embed_tokens")
-                                    : b.linear("lm_head");
+  w.lm_head = c.tie_word_embeddings
+                  ? b.packed(kernels::bf16_weight(w.embed_tokens, c.vocab_size, c.hidden_size, "embed_tokens"))
+                  : b.linear("lm_head");
   w.gdn_dims.Hk = static_cast<int>(c.linear_num_key_heads);
   w.gdn_dims.Hv = static_cast<int>(c.linear_num_value_heads);
   w.gdn_dims.dk = static_cast<int>(c.linear_key_head_dim);

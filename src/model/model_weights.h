@@ -63,6 +63,9 @@ struct ModelWeights {
   kernels::RopeConfig rope;
   // Converted or repacked tensors that views above point into.
   std::vector<std::shared_ptr<void>> owned;
+  // Linears repacked into panels for the CPU tier's panel kernels (0 on tiers without them).
+  int64_t packed_linears = 0;
+  int64_t packed_bytes = 0;
 };
 
 // Throws CheckpointError naming the tensor when something cannot be bound (e.g. a layout the

@@ -57,6 +57,7 @@ CpuFeatures detect() {
     f.avx512dq = (b >> 17) & 1;
     f.avx512bw = (b >> 30) & 1;
     f.avx512vl = (b >> 31) & 1;
+    f.avx512vbmi = (c >> 1) & 1;
   }
   f.amx_bf16 = amx_os && ((d >> 22) & 1);
   f.amx_tile = amx_os && ((d >> 24) & 1);
@@ -71,6 +72,7 @@ std::once_flag g_once;
 std::atomic<int> g_active{-1};
 
 Isa best_isa() {
+  if (isa_supported(Isa::kAmx)) return Isa::kAmx;
   if (isa_supported(Isa::kAvx512Bf16)) return Isa::kAvx512Bf16;
   if (isa_supported(Isa::kAvx512)) return Isa::kAvx512;
   if (isa_supported(Isa::kAvx2)) return Isa::kAvx2;
@@ -95,13 +97,15 @@ bool isa_supported(Isa isa) {
       return f.avx2 && f.fma && f.f16c && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
     case Isa::kAvx512Bf16:
       return isa_supported(Isa::kAvx512) && f.avx512_bf16;
+    case Isa::kAmx:
+      return isa_supported(Isa::kAvx512Bf16) && f.avx512vbmi && f.amx_tile && f.amx_bf16 && f.amx_permitted;
   }
   return false;
 }
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
-  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16})
+  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Bf16, Isa::kAmx})
     if (isa_supported(i)) out.push_back(i);
   return out;
 }
@@ -116,6 +120,8 @@ std::string_view isa_name(Isa isa) {
       return "avx512";
     case Isa::kAvx512Bf16:
       return "avx512_bf16";
+    case Isa::kAmx:
+      return "amx";
   }
   return "?";
 }
@@ -125,8 +131,9 @@ Isa parse_isa(std::string_view name) {
   if (name == "avx2") return Isa::kAvx2;
   if (name == "avx512") return Isa::kAvx512;
   if (name == "avx512_bf16") return Isa::kAvx512Bf16;
+  if (name == "amx") return Isa::kAmx;
   throw std::invalid_argument("unknown CPU ISA '" + std::string(name) +
-                              "' (expected scalar, avx2, avx512 or avx512_bf16)");
+                              "' (expected scalar, avx2, avx512, avx512_bf16 or amx)");
 }
 
 void set_active_isa(Isa isa) {
@@ -171,6 +178,7 @@ std::string describe_cpu() {
   add(f.avx512vl, "avx512vl");
   add(f.avx512dq, "avx512dq");
   add(f.avx512_bf16, "avx512_bf16");
+  add(f.avx512vbmi, "avx512vbmi");
   add(f.amx_tile, "amx_tile");
   add(f.amx_bf16, "amx_bf16");
   if (f.amx_tile) s += f.amx_permitted ? " (amx permitted)" : " (amx NOT permitted by the OS)";

@@ -3,7 +3,7 @@
 // Kernels come in variants compiled for different instruction sets (files *_avx2.cpp,
 // *_avx512.cpp, *_amx.cpp get those flags from CMake); the rest of the binary stays at the
 // x86-64 baseline. The variant is chosen once, at first use: the best this CPU and OS support,
-// capped by the environment variable FP4SERVE_CPU_ISA=scalar|avx2|avx512|avx512_bf16 (a lower path for
+// capped by the environment variable FP4SERVE_CPU_ISA=scalar|avx2|avx512|avx512_bf16|amx (a lower path for
 // comparison and debugging; asking for a path the CPU lacks is an error, not a silent fallback).
 #pragma once
 
@@ -15,9 +15,11 @@ namespace fp4serve::kernels::cpu {
 
 // Kernel variants, lowest first. kScalar is the plain C++ reference every other variant is tested
 // against; kAvx2 needs AVX2+FMA+F16C; kAvx512 needs AVX-512 F/BW/VL/DQ; kAvx512Bf16 needs those plus
-// AVX512_BF16 and runs `linear` as bf16 x bf16 -> fp32 dots (VDPBF16PS). kScalar/kAvx2/kAvx512 are
-// bit-identical to each other; kAvx512Bf16 is not (see kernel_table.h for its numerics contract).
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
+// AVX512_BF16 and runs `linear` as bf16 x bf16 -> fp32 dots (VDPBF16PS); kAmx needs kAvx512Bf16,
+// AVX512_VBMI and AMX-BF16 tiles the OS lets the process use, and runs `linear` on packed weights
+// with TDPBF16PS for every M. kScalar/kAvx2/kAvx512 are bit-identical to each other; kAvx512Bf16
+// and kAmx are not (see kernel_table.h for their numerics contracts).
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3, kAmx = 4 };
 
 struct CpuFeatures {
   bool avx2 = false;
@@ -28,6 +30,7 @@ struct CpuFeatures {
   bool avx512vl = false;
   bool avx512dq = false;
   bool avx512_bf16 = false;
+  bool avx512vbmi = false;
   bool amx_tile = false;
   bool amx_bf16 = false;
   bool amx_permitted = false;  // the kernel granted tile-data state (arch_prctl XCOMP_PERM)

@@ -32,6 +32,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/packed_weight.h"
 #include "kernels/weights.h"
 
 namespace fp4serve::kernels::cpu {
@@ -44,6 +45,10 @@ inline int64_t linear_scratch_floats(int64_t M, int64_t K) {
   const int64_t bf16_need = M * k256 / 2 + 8 * k256 * 3 / 4 + 64;  // bf16 x rows + 8 weight rows
   return fp32_need > bf16_need ? fp32_need : bf16_need;
 }
+
+// Scratch of a linear_packed call: x as bf16 rows (2 M kp bytes) and NVFP4's half-masked copies
+// (4 M kp), two converted panels (64 kp), tile images and accumulators (12 KB), alignment.
+inline int64_t packed_linear_scratch_floats(int64_t M, int64_t kp) { return (6 * M * kp + 64 * kp + 12544) / 4 + 16; }
 
 struct KernelTable {
   // y[m*ldy + n] = tensor_scale * dot(x[m*ldx ...], W(n, :)) for m < M, n0 <= n < n1.
@@ -60,12 +65,25 @@ struct KernelTable {
   // kvm_scratch: dv floats.
   void (*gdn_step)(float* S, const float* q, const float* k, const float* v, float decay, float beta, int dk,
                    int dv, float* out, float* kvm_scratch);
+  // The same over a packed weight (packed_weight.h) for rows n0 .. n1, n0 a multiple of kPanelRows;
+  // nullptr where the tier has no panel kernel (its linear reads the plain view).
+  // scratch: packed_linear_scratch_floats(M, w.kp) floats.
+  void (*linear_packed)(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, int64_t n0, int64_t n1,
+                        float* y, int64_t ldy, float* scratch) = nullptr;
 };
+
+// The panel kernels (linear_panels_*.cpp), for the tables of the tiers that run them.
+void linear_panels_avx512bf16(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, int64_t n0, int64_t n1,
+                              float* y, int64_t ldy, float* scratch);
+void linear_panels_amx(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, int64_t n0, int64_t n1,
+                       float* y, int64_t ldy, float* scratch);
 
 const KernelTable& scalar_kernels();
 const KernelTable& avx2_kernels();
 const KernelTable& avx512_kernels();
 const KernelTable& avx512bf16_kernels();
+// avx512_bf16's table with the AMX panel kernel (unpacked weights keep the avx512_bf16 linear).
+const KernelTable& amx_kernels();
 
 // The table for `isa` (throws if the CPU cannot run it); active_table() uses active_isa().
 const KernelTable& kernel_table(Isa isa);

@@ -79,6 +79,8 @@ const KernelTable& kernel_table(Isa isa) {
       return avx512_kernels();
     case Isa::kAvx512Bf16:
       return avx512bf16_kernels();
+    case Isa::kAmx:
+      return amx_kernels();
   }
   return scalar_kernels();
 }

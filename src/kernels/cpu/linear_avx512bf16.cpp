@@ -530,6 +530,9 @@ const KernelTable& avx512bf16_kernels() {
   static const KernelTable t = [] {
     KernelTable k = avx512_kernels();
     k.linear = linear_avx512bf16;
+    // The panel kernel's FP8 conversion needs VPERMI2B (AVX512_VBMI); without it weights stay
+    // unpacked and this file's kernel runs (Cooper Lake has BF16 but no VBMI).
+    if (cpu_features().avx512vbmi) k.linear_packed = linear_panels_avx512bf16;
     return k;
   }();
   return t;

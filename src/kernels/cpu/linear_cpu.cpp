@@ -9,14 +9,18 @@
 namespace fp4serve::kernels {
 namespace {
 
-// Rows per work item. Small enough to balance GEMVs with a few hundred rows over many cores.
+// Rows per work item. Small enough to balance GEMVs with a few hundred rows over many cores; a
+// packed weight's item is one panel.
 constexpr int64_t kRowBlock = 8;
 
-float* thread_scratch(int64_t M, int64_t k) {
+float* thread_scratch(size_t need) {
   thread_local std::vector<float> buf;
-  const size_t need = static_cast<size_t>(cpu::linear_scratch_floats(M, k));
   if (buf.size() < need) buf.resize(need);
   return buf.data();
+}
+
+bool runs_packed(const LinearJob& j, const cpu::KernelTable& kt) {
+  return j.w.packed != nullptr && kt.linear_packed != nullptr;
 }
 
 void check_job(const LinearJob& j) {
@@ -34,9 +38,11 @@ void check_job(const LinearJob& j) {
 void linear_batch(const std::vector<LinearJob>& jobs, Isa isa) {
   const cpu::KernelTable& kt = cpu::kernel_table(isa);
   std::vector<int64_t> first_block(jobs.size() + 1, 0);
+  std::vector<int64_t> rows_per_block(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     check_job(jobs[i]);
-    const int64_t blocks = jobs[i].M > 0 ? (jobs[i].w.n + kRowBlock - 1) / kRowBlock : 0;
+    rows_per_block[i] = runs_packed(jobs[i], kt) ? kPanelRows : kRowBlock;
+    const int64_t blocks = jobs[i].M > 0 ? (jobs[i].w.n + rows_per_block[i] - 1) / rows_per_block[i] : 0;
     first_block[i + 1] = first_block[i] + blocks;
   }
   const int64_t total = first_block.back();
@@ -47,9 +53,15 @@ void linear_batch(const std::vector<LinearJob>& jobs, Isa isa) {
       while (first_block[j + 1] <= b) ++j;
       const LinearJob& job = jobs[j];
       const int64_t bend = std::min(b1, first_block[j + 1]);
-      const int64_t n0 = (b - first_block[j]) * kRowBlock;
-      const int64_t n1 = std::min(job.w.n, (bend - first_block[j]) * kRowBlock);
-      kt.linear(job.x, job.M, job.ldx, job.w, n0, n1, job.y, job.ldy, thread_scratch(job.M, job.w.k));
+      const int64_t n0 = (b - first_block[j]) * rows_per_block[j];
+      const int64_t n1 = std::min(job.w.n, (bend - first_block[j]) * rows_per_block[j]);
+      if (runs_packed(job, kt)) {
+        const auto need = static_cast<size_t>(cpu::packed_linear_scratch_floats(job.M, job.w.packed->kp));
+        kt.linear_packed(job.x, job.M, job.ldx, *job.w.packed, n0, n1, job.y, job.ldy, thread_scratch(need));
+      } else {
+        const auto need = static_cast<size_t>(cpu::linear_scratch_floats(job.M, job.w.k));
+        kt.linear(job.x, job.M, job.ldx, job.w, n0, n1, job.y, job.ldy, thread_scratch(need));
+      }
       b = bend;
     }
   });

@@ -67,9 +67,9 @@ inline bool same_bits(float a, float b) {
 
 inline std::vector<cpu::Isa> isas() { return cpu::supported_isas(); }
 
-// scalar, avx2 and avx512 are bit-identical to each other; avx512_bf16 runs linear on bf16
-// products (kernel_table.h) and is held to a tolerance instead, and to bit-identity with itself.
-inline bool bit_exact_with_scalar(cpu::Isa isa) { return isa != cpu::Isa::kAvx512Bf16; }
+// scalar, avx2 and avx512 are bit-identical to each other; avx512_bf16 and amx run linear on bf16
+// products (kernel_table.h) and are held to a tolerance instead, and to bit-identity with themselves.
+inline bool bit_exact_with_scalar(cpu::Isa isa) { return isa < cpu::Isa::kAvx512Bf16; }
 
 // The avx512_bf16 linear contract: |y - scalar| <= kBf16TierRelTol * sum_k |x*w| + kBf16TierAbsTol.
 constexpr double kBf16TierRelTol = 1e-5;
