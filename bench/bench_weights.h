@@ -13,7 +13,6 @@
 #include <vector>
 
 #include <cstdlib>
-#include <fstream>
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
@@ -29,21 +28,12 @@ using kernels::WeightView;
 inline uint32_t lcg(uint32_t& s) { return s = s * 1664525u + 1013904223u; }
 
 // Bytes a benchmark must rotate through so that its weights come from DRAM: twice the last-level
-// cache this machine reports (sysfs), at least 64 MiB. (A fixed 64 MiB stayed inside the 480 MiB
-// L3 of some machines and measured cache bandwidth.)
+// cache this machine reports, at least 64 MiB (a fixed 64 MiB stayed inside the 480 MiB L3 of some
+// machines and measured cache bandwidth); FP4SERVE_BENCH_ROTATE_MIB overrides it (e.g. 1 for
+// cache-resident, compute-bound figures).
 inline int64_t dram_rotation_bytes() {
   if (const char* e = std::getenv("FP4SERVE_BENCH_ROTATE_MIB"); e != nullptr) return std::atoll(e) << 20;
-  int64_t llc = 0;
-  for (int idx = 0; idx < 8; ++idx) {
-    std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/size");
-    std::string v;
-    if (!(f >> v) || v.empty()) continue;
-    int64_t n = std::stoll(v);
-    if (v.back() == 'K') n <<= 10;
-    if (v.back() == 'M') n <<= 20;
-    llc = std::max(llc, n);
-  }
-  return std::max<int64_t>(int64_t{64} << 20, 2 * llc);
+  return std::max<int64_t>(int64_t{64} << 20, 2 * kernels::cpu::last_level_cache_bytes());
 }
 
 // `v` as the model binds it for `isa`: packed into panels (kept alive in `keep`) when that tier has

@@ -78,10 +78,12 @@ llama_cpp_commit() {
 }
 
 # 1. llama.cpp -----------------------------------------------------------------------------------
+# install_llama_cpp BUILD_DIR [EXTRA_CFLAGS]: llama-bench + llama-quantize in BUILD_DIR.
 install_llama_cpp() {
-  local stamp=$LLAMA_BUILD/.built-from
-  if [ -x "$LLAMA_BENCH" ] && [ -x "$LLAMA_QUANTIZE" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$LLAMA_CPP_PYTHON_VERSION" ]; then
-    log "llama.cpp: reusing $LLAMA_BUILD (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION)"
+  local build=$1 cflags=${2:-}
+  local stamp=$build/.built-from want="$LLAMA_CPP_PYTHON_VERSION${cflags:+ $cflags}"
+  if [ -x "$build/bin/llama-bench" ] && [ -x "$build/bin/llama-quantize" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    log "llama.cpp: reusing $build (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION${cflags:+, $cflags})"
     return
   fi
   if [ ! -f "$LLAMA_SRC/CMakeLists.txt" ]; then
@@ -92,17 +94,37 @@ install_llama_cpp() {
   local commit start
   commit=$(llama_cpp_commit)
   start=$(date +%s)
-  log "llama.cpp: building llama-bench + llama-quantize at ggml-org/llama.cpp@$commit (-j$JOBS; ~20-40 min on 2 cores)"
+  log "llama.cpp: building llama-bench + llama-quantize at ggml-org/llama.cpp@$commit${cflags:+ ($cflags)} (-j$JOBS; ~20-40 min on 2 cores)"
   # The sdist carries the submodule's git metadata (HEAD = the vendored commit), which CMake's build
   # info reads; GIT_CEILING_DIRECTORIES keeps git from walking up into fp4serve's own repository
   # (the tree sits inside its work tree) should that metadata be missing.
-  GIT_CEILING_DIRECTORIES=$CACHE cmake -S "$LLAMA_SRC" -B "$LLAMA_BUILD" -G Ninja -Wno-dev \
+  GIT_CEILING_DIRECTORIES=$CACHE cmake -S "$LLAMA_SRC" -B "$build" -G Ninja -Wno-dev \
     -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DGGML_OPENMP=ON -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_COMMIT="$commit" -DLLAMA_BUILD_NUMBER=0 >/dev/null
-  ninja -C "$LLAMA_BUILD" -j"$JOBS" llama-bench llama-quantize
-  echo "$LLAMA_CPP_PYTHON_VERSION" >"$stamp"
+    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_COMMIT="$commit" -DLLAMA_BUILD_NUMBER=0 \
+    "-DCMAKE_C_FLAGS=$cflags" "-DCMAKE_CXX_FLAGS=$cflags" >/dev/null
+  ninja -C "$build" -j"$JOBS" llama-bench llama-quantize
+  echo "$want" >"$stamp"
   log "llama.cpp: built in $(( $(date +%s) - start )) s"
+}
+
+# On CPUs with AMX, GGML_NATIVE builds llama.cpp's AMX backend, which segfaults in
+# ggml_backend_amx_mul_mat on some machines (ggml-org/llama.cpp#20824, closed stale without a fix;
+# seen on the development machine, Intel Xeon with AMX, on both GGUFs). A short run tells; where it
+# crashes the comparison uses llama.cpp built without AMX (GCC: explicit -mno-amx-* win over
+# -march=native), and the report says so.
+LLAMA_NOTE=""
+choose_llama_build() {  # GGUF
+  if "$LLAMA_BENCH" -m "$1" -p 16 -n 2 -t "$THREADS" -r 1 >/dev/null 2>"$CACHE/llama-smoke.log"; then
+    return
+  fi
+  grep -qw amx_int8 /proc/cpuinfo || die "llama-bench fails on $1 (see $CACHE/llama-smoke.log)"
+  log "llama.cpp: llama-bench crashed with its AMX backend (ggml-org/llama.cpp#20824); using a build without AMX"
+  install_llama_cpp "$CACHE/build-noamx" "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  LLAMA_BENCH=$CACHE/build-noamx/bin/llama-bench
+  "$LLAMA_BENCH" -m "$1" -p 16 -n 2 -t "$THREADS" -r 1 >/dev/null 2>"$CACHE/llama-smoke.log" ||
+    die "llama-bench without AMX fails on $1 too (see $CACHE/llama-smoke.log)"
+  LLAMA_NOTE="built without AMX: its AMX backend segfaults here (ggml-org/llama.cpp#20824)"
 }
 
 # 2. conversion venv -----------------------------------------------------------------------------
@@ -245,7 +267,7 @@ run_fp4serve() {  # FORMAT CHECKPOINT_DIR REP
 # The whole run is one function, read in full before it starts: editing this file while it runs
 # cannot derail it.
 main() {
-  install_llama_cpp
+  install_llama_cpp "$LLAMA_BUILD"
   install_venv
   BF16_CK=$(synth_model bf16)
   NVFP4_CK=$(synth_model nvfp4)
@@ -253,6 +275,7 @@ main() {
   convert_to_gguf "$BF16_CK" "$GGUF/$MODEL_TAG-bf16.gguf" --outtype bf16
   quantize_gguf "$GGUF/$MODEL_TAG-bf16.gguf" "$GGUF/$MODEL_TAG-mxfp4_moe.gguf" MXFP4_MOE
   convert_to_gguf "$NVFP4_CK" "$GGUF/$MODEL_TAG-nvfp4.gguf" --fp8-as-q8
+  choose_llama_build "$GGUF/$MODEL_TAG-nvfp4.gguf"
 
   RESULTS=$CACHE/results/$(date +%Y%m%d-%H%M%S)
   mkdir -p "$RESULTS"
@@ -261,7 +284,7 @@ main() {
   fi
   {
     echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "llama.cpp: ggml-org/llama.cpp@$(llama_cpp_commit) (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION sdist), CPU, GGML_NATIVE"
+    echo "llama.cpp: ggml-org/llama.cpp@$(llama_cpp_commit) (llama-cpp-python $LLAMA_CPP_PYTHON_VERSION sdist), CPU, GGML_NATIVE${LLAMA_NOTE:+; $LLAMA_NOTE}"
     echo "fp4serve: $FP4SERVE ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?'))"
     echo "model: fp4serve synth qwen3.6-35b-a3b, $LAYERS layers, seed $SEED; $THREADS threads; best (median) of $REPS runs"
     for f in nvfp4 mxfp4_moe $([ "$WITH_BF16" = 1 ] && echo bf16); do

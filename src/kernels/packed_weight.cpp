@@ -1,5 +1,8 @@
 #include "kernels/packed_weight.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
@@ -40,7 +43,54 @@ float fp8_block_scale(const WeightView& w, int64_t n, int64_t kblock) {
 // Byte offset of w(i, k) inside an fp8 quad (64 bytes, k = 4q + kk).
 int fp8_quad_offset(int i, int kk) { return 16 * (i / 4) + (kk >= 2 ? 8 : 0) + 2 * (i % 4) + (kk & 1); }
 
-void pack_panel(const WeightView& w, const PackedWeight& p, int64_t pi, uint8_t* dst) {
+// Fast paths for a panel whose 16 rows and whole k range exist in the view (all but the last panel
+// and K tails): the same bytes as pack_panel_reference, by word and nibble moves.
+bool full_panel(const WeightView& w, const PackedWeight& p, int64_t n0) { return n0 + kPanelRows <= w.n && p.kp == w.k; }
+
+void pack_full_bf16(const WeightView& w, int64_t n0, int64_t kp, uint8_t* dst) {
+  const auto* src = static_cast<const uint16_t*>(w.data);
+  for (int i = 0; i < kPanelRows; ++i) {
+    const uint16_t* row = src + (n0 + i) * w.ld;
+    for (int64_t r = 0; r < kp / 2; ++r) std::memcpy(dst + r * 64 + 4 * i, row + 2 * r, 4);
+  }
+}
+
+void pack_full_fp8(const WeightView& w, int64_t n0, int64_t kp, uint8_t* dst) {
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  for (int i = 0; i < kPanelRows; ++i) {
+    const uint8_t* row = src + (n0 + i) * w.ld;
+    const int off = 16 * (i / 4) + 2 * (i % 4);
+    for (int64_t q = 0; q < kp / 4; ++q) {
+      std::memcpy(dst + q * 64 + off, row + 4 * q, 2);
+      std::memcpy(dst + q * 64 + off + 8, row + 4 * q + 2, 2);
+    }
+  }
+}
+
+void pack_full_nvfp4(const WeightView& w, int64_t n0, int64_t kp, uint8_t* dst) {
+  const auto* src = static_cast<const uint8_t*>(w.data) + n0 * (w.ld / 2);
+  const auto* sc = static_cast<const uint8_t*>(w.scales) + n0 * w.scale_ld;
+  for (int64_t s = 0; s < kp / 64; ++s) {  // one 576-byte superblock at a time, all 16 rows
+    uint8_t* sb = dst + s * 576;
+    for (int i = 0; i < kPanelRows; ++i) {
+      const uint8_t* row = src + i * (w.ld / 2) + 32 * s;
+      const uint8_t* srow = sc + i * w.scale_ld + 4 * s;
+      for (int b = 0; b < 4; ++b) sb[16 * b + i] = srow[b];
+      for (int o = 0; o < 8; ++o) {
+        uint32_t v;  // k 64s + 8o .. +7: 8 nibbles, low nibble = even k
+        std::memcpy(&v, row + 4 * o, 4);
+        const uint32_t even = (v & 0xF) | ((v >> 4) & 0xF0) | ((v >> 8) & 0xF00) | ((v >> 12) & 0xF000);
+        const uint32_t odd = ((v >> 4) & 0xF) | ((v >> 8) & 0xF0) | ((v >> 12) & 0xF00) | ((v >> 16) & 0xF000);
+        const uint32_t both = even | (odd << 16);  // words 2i, 2i+1
+        std::memcpy(sb + 64 + 64 * o + 4 * i, &both, 4);
+      }
+    }
+  }
+}
+
+// The packed bytes of one panel, from the layout's definition (packed_weight.h) element by element:
+// the reference the fast paths must equal, and the path for partial panels.
+void pack_panel_reference(const WeightView& w, const PackedWeight& p, int64_t pi, uint8_t* dst) {
   const int64_t n0 = pi * kPanelRows;
   switch (w.format) {
     case WeightFormat::kBf16: {
@@ -78,7 +128,66 @@ void pack_panel(const WeightView& w, const PackedWeight& p, int64_t pi, uint8_t*
   }
 }
 
+void pack_panel(const WeightView& w, const PackedWeight& p, int64_t pi, uint8_t* dst, bool reference) {
+  const int64_t n0 = pi * kPanelRows;
+  if (!reference && full_panel(w, p, n0)) {
+    switch (w.format) {
+      case WeightFormat::kBf16: return pack_full_bf16(w, n0, p.kp, dst);
+      case WeightFormat::kFp8Tensor:
+      case WeightFormat::kFp8Block: return pack_full_fp8(w, n0, p.kp, dst);
+      case WeightFormat::kNvfp4: return pack_full_nvfp4(w, n0, p.kp, dst);
+      default: break;
+    }
+  }
+  pack_panel_reference(w, p, pi, dst);
+}
+
+// Panel storage: 64-byte aligned; large buffers get their own mapping with transparent huge pages
+// (a 4 KB page fault per 4 KB of packed weights made the kernel's page zeroing a third of load time).
+constexpr size_t kHugeThreshold = size_t{4} << 20;
+
+uint8_t* allocate_panels(size_t bytes) {
+  if (bytes >= kHugeThreshold) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);  // advice: fine if the kernel has THP off
+    return static_cast<uint8_t*>(p);
+  }
+  void* p = std::aligned_alloc(64, static_cast<size_t>(round_up(static_cast<int64_t>(bytes), 64)));
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<uint8_t*>(p);
+}
+
 }  // namespace
+
+PanelArena::~PanelArena() {
+  for (const Mapping& m : maps_) munmap(m.base, m.size);
+}
+
+uint8_t* PanelArena::allocate(size_t bytes) {
+  constexpr size_t kChunk = size_t{256} << 20;
+  bytes = static_cast<size_t>(round_up(static_cast<int64_t>(bytes), 64));
+  if (maps_.empty() || used_ + bytes > maps_.back().size) {
+    const size_t size = std::max(kChunk, static_cast<size_t>(round_up(static_cast<int64_t>(bytes), int64_t{2} << 20)));
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    madvise(p, size, MADV_HUGEPAGE);  // advice: fine if the kernel has THP off
+    maps_.push_back({static_cast<uint8_t*>(p), size});
+    mapped_ += size;
+    used_ = 0;
+  }
+  uint8_t* out = maps_.back().base + used_;
+  used_ += bytes;
+  return out;
+}
+
+void PanelStorageFree::operator()(uint8_t* p) const {
+  if (p == nullptr || bytes == 0) return;
+  if (bytes >= kHugeThreshold)
+    munmap(p, bytes);
+  else
+    std::free(p);
+}
 
 bool packable(const WeightView& w) {
   switch (w.format) {
@@ -93,7 +202,7 @@ bool packable(const WeightView& w) {
   }
 }
 
-PackedWeight pack_weight(const WeightView& w) {
+PackedWeight pack_weight(const WeightView& w, PanelArena* arena) {
   if (!packable(w))
     throw WeightLayoutError(std::string("pack_weight: the panel layout does not take ") + weight_format_name(w.format) +
                             " weights");
@@ -113,8 +222,10 @@ PackedWeight pack_weight(const WeightView& w) {
     default: break;
   }
   const size_t total = static_cast<size_t>(p.panels * p.panel_bytes);
-  p.bytes_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, round_up(static_cast<int64_t>(total), 64))));
-  if (!p.bytes_) throw std::bad_alloc();
+  if (arena != nullptr)
+    p.bytes_ = std::unique_ptr<uint8_t, PanelStorageFree>(arena->allocate(total), PanelStorageFree{0});
+  else
+    p.bytes_ = std::unique_ptr<uint8_t, PanelStorageFree>(allocate_panels(total), PanelStorageFree{total});
   if (w.format == WeightFormat::kFp8Block) {
     const int64_t nb = p.fp8_blocks_per_panel();
     p.block_scales.resize(static_cast<size_t>(p.panels * nb));
@@ -123,9 +234,26 @@ PackedWeight pack_weight(const WeightView& w) {
   }
   uint8_t* base = p.bytes_.get();
   cpu::parallel_for(p.panels, 1, [&](int64_t a, int64_t b) {
-    for (int64_t pi = a; pi < b; ++pi) pack_panel(w, p, pi, base + pi * p.panel_bytes);
+    for (int64_t pi = a; pi < b; ++pi) pack_panel(w, p, pi, base + pi * p.panel_bytes, false);
   });
   return p;
+}
+
+std::vector<uint8_t> pack_panel_for_test(const WeightView& w, int64_t panel, bool reference) {
+  const PackedWeight shape = [&] {
+    PackedWeight q;
+    q.format = w.format;
+    q.n = w.n;
+    q.k = w.k;
+    q.kp = round_up(w.k, w.format == WeightFormat::kFp8Block ? 128 : kPanelKAlign);
+    return q;
+  }();
+  const int64_t bytes = w.format == WeightFormat::kBf16 ? shape.kp * 32
+                        : w.format == WeightFormat::kNvfp4 ? shape.kp / 64 * 576
+                                                           : shape.kp * 16;
+  std::vector<uint8_t> out(static_cast<size_t>(bytes));
+  pack_panel(w, shape, panel, out.data(), reference);
+  return out;
 }
 
 WeightView with_packed(const WeightView& w, const PackedWeight& p) {

@@ -38,6 +38,36 @@ namespace fp4serve::kernels {
 constexpr int kPanelRows = 16;
 constexpr int64_t kPanelKAlign = 64;
 
+// Frees panel storage: 64-byte aligned; large buffers are their own huge-page mapping
+// (packed_weight.cpp), so the deleter needs the size. bytes == 0: not owned (an arena's).
+struct PanelStorageFree {
+  size_t bytes = 0;
+  void operator()(uint8_t* p) const;
+};
+
+// Storage for many packed weights (a model's): a bump allocator over 256 MB mappings with
+// transparent huge pages, freed together. Why: thousands of expert matrices of 0.6 MB each would
+// otherwise fault in 4 KB pages at load (a third of the load time) and stream through 4 KB TLB
+// entries at every decode step.
+class PanelArena {
+ public:
+  PanelArena() = default;
+  PanelArena(const PanelArena&) = delete;
+  PanelArena& operator=(const PanelArena&) = delete;
+  ~PanelArena();
+  uint8_t* allocate(size_t bytes);  // 64-byte aligned, zeroed
+  size_t mapped_bytes() const { return mapped_; }
+
+ private:
+  struct Mapping {
+    uint8_t* base;
+    size_t size;
+  };
+  std::vector<Mapping> maps_;
+  size_t used_ = 0;  // in maps_.back()
+  size_t mapped_ = 0;
+};
+
 struct PackedWeight {
   WeightFormat format = WeightFormat::kBf16;  // the source format: kBf16, kFp8Tensor, kFp8Block, kNvfp4
   int64_t n = 0, k = 0;                       // logical shape [n, k]
@@ -52,21 +82,23 @@ struct PackedWeight {
   int64_t size_bytes() const { return panels * panel_bytes + static_cast<int64_t>(block_scales.size()) * 4; }
 
   // Owning storage, 64-byte aligned (AMX tile loads and aligned vector loads).
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, Free> bytes_;
+  std::unique_ptr<uint8_t, PanelStorageFree> bytes_;
 };
 
 // Formats and shapes the packed kernels take: bf16, fp8 (tensor, block), nvfp4.
 bool packable(const WeightView& w);
-// The panels of w (throws WeightLayoutError when !packable(w)). Parallel over panels.
-PackedWeight pack_weight(const WeightView& w);
+// The panels of w (throws WeightLayoutError when !packable(w)). Parallel over panels. With an
+// arena the bytes live there (the arena must outlive the result), else in storage of their own.
+PackedWeight pack_weight(const WeightView& w, PanelArena* arena = nullptr);
 // `w` with its packed form attached (w.packed = p); p must outlive the returned view.
 WeightView with_packed(const WeightView& w, const PackedWeight& p);
 
 // Reads rows [r0, r1) back from the panels as fp32 [rows, k] with the semantics of
 // dequantize_rows_unscaled (block scales applied, the global scale not): what tests compare.
 void unpack_rows_unscaled(const PackedWeight& p, int64_t r0, int64_t r1, float* out);
+
+// One panel's bytes from the fast path (reference = false, what pack_weight uses where it can) or
+// from the element-by-element definition (reference = true): tests check they are equal.
+std::vector<uint8_t> pack_panel_for_test(const WeightView& w, int64_t panel, bool reference);
 
 }  // namespace fp4serve::kernels

@@ -1,5 +1,6 @@
 #include "model/model_weights.h"
 
+#include <chrono>
 #include <cstring>
 #include <unordered_map>
 
@@ -62,7 +63,10 @@ class Binder {
   // copy in the kernels' order, made once here; the checkpoint's mmap is not read again for it).
   WeightView packed(WeightView v) {
     if (!pack_ || !kernels::packable(v)) return v;
-    auto p = std::make_shared<kernels::PackedWeight>(kernels::pack_weight(v));
+    if (!w_.panel_arena) w_.panel_arena = std::make_shared<kernels::PanelArena>();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto p = std::make_shared<kernels::PackedWeight>(kernels::pack_weight(v, w_.panel_arena.get()));
+    w_.pack_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     v = kernels::with_packed(v, *p);
     w_.packed_bytes += p->size_bytes();
     ++w_.packed_linears;

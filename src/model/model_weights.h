@@ -17,6 +17,7 @@
 #include "kernels/attention.h"
 #include "kernels/gdn.h"
 #include "kernels/moe.h"
+#include "kernels/packed_weight.h"
 #include "kernels/rope.h"
 #include "kernels/weights.h"
 
@@ -63,9 +64,12 @@ struct ModelWeights {
   kernels::RopeConfig rope;
   // Converted or repacked tensors that views above point into.
   std::vector<std::shared_ptr<void>> owned;
-  // Linears repacked into panels for the CPU tier's panel kernels (0 on tiers without them).
+  // Linears repacked into panels for the CPU tier's panel kernels (0 on tiers without them), in
+  // one huge-page arena.
+  std::shared_ptr<kernels::PanelArena> panel_arena;
   int64_t packed_linears = 0;
   int64_t packed_bytes = 0;
+  double pack_seconds = 0;
 };
 
 // Throws CheckpointError naming the tensor when something cannot be bound (e.g. a layout the

@@ -55,6 +55,7 @@ class Qwen35MoeModel {
                                    StepProfile* profile = nullptr) const;
 
   const kernels::GdnDims& gdn_dims() const { return w_.gdn_dims; }
+  const ModelWeights& weights() const { return w_; }
 
  private:
   std::vector<float> forward_step(const std::vector<BatchSequence>& step,

@@ -15,6 +15,7 @@
 #include "checkpoint/tensor_plan.h"
 #include "checkpoint/weight_loader.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/weights.h"
 #include "tools/commands.h"
@@ -114,12 +115,15 @@ kernels::WeightFormat kernel_format(WeightFormatKind k) {
   return kernels::WeightFormat::kBf16;
 }
 
-std::string kernel_for(const PlannedModule& m, const std::string& isa) {
+std::string kernel_for(const PlannedModule& m, const std::string& isa, bool tier_packs) {
   if (m.kind == ModuleKind::kEmbedding) return "row gather (bf16)";
-  const std::string view = kernels::weight_format_name(kernel_format(m.format.kind));
+  const kernels::WeightFormat f = kernel_format(m.format.kind);
+  const std::string view = kernels::weight_format_name(f);
   const std::string op = m.kind == ModuleKind::kRoutedExperts ? "moe experts" : "linear";
+  const bool panels = tier_packs && f != kernels::WeightFormat::kInt4Packed;  // packed_weight.h's formats
   return fmt::format("cpu {} {} ({}){}", op, view, isa,
-                     m.format.kind == WeightFormatKind::kInt4Gptq ? ", repacked at load" : "");
+                     panels ? ", packed at load into 16-row panels"
+                            : m.format.kind == WeightFormatKind::kInt4Gptq ? ", repacked at load" : "");
 }
 
 void print_model(const LoadedCheckpoint& ck, const ServeSettings& s, const HostInfo& h) {
@@ -132,8 +136,10 @@ void print_model(const LoadedCheckpoint& ck, const ServeSettings& s, const HostI
               static_cast<long long>(c.num_full_attention_layers()));
   std::printf("quantization: %s\n", ck.quant_config().algo().empty() ? "none" : ck.quant_config().algo().c_str());
   std::string isa = "?";
+  bool tier_packs = false;
   try {
     isa = std::string(kernels::cpu::isa_name(kernels::cpu::active_isa()));
+    tier_packs = kernels::cpu::active_table().linear_packed != nullptr;
   } catch (const std::exception&) {
   }
   struct Row {
@@ -151,7 +157,7 @@ void print_model(const LoadedCheckpoint& ck, const ServeSettings& s, const HostI
     Row& r = rows[key];
     r.count += 1;
     r.bytes += m.byte_size();
-    r.kernel = kernel_for(m, isa);
+    r.kernel = kernel_for(m, isa, tier_packs);
   }
   std::printf("modules (group, format, count, bytes -> kernel):\n");
   for (const auto& key : order) {

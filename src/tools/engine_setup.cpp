@@ -178,6 +178,13 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   else if (!c.generation_eos_token_ids.empty()) c.eos_token_id = c.generation_eos_token_ids.front();
   s.decisions.push_back(fmt::format("CPU backend: {} kernels, {} threads",
                                     kernels::cpu::isa_name(kernels::cpu::active_isa()), kernels::cpu::num_threads()));
+  const model::ModelWeights& w = s.model->weights();
+  s.decisions.push_back(
+      w.packed_linears > 0
+          ? fmt::format("CPU weights: {} linears packed at load into 16-row panels for the {} kernels ({:.2f} GB, {:.1f} s)",
+                        w.packed_linears, kernels::cpu::isa_name(kernels::cpu::active_isa()),
+                        static_cast<double>(w.packed_bytes) / 1e9, w.pack_seconds)
+          : std::string("CPU weights: read in place from the checkpoint (this kernel tier has no panel layout)"));
   return s;
 }
 

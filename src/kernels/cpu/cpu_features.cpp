@@ -4,8 +4,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -80,6 +83,23 @@ Isa best_isa() {
 }
 
 }  // namespace
+
+int64_t last_level_cache_bytes() {
+  static const int64_t bytes = [] {
+    int64_t best = 0;
+    for (int idx = 0; idx < 8; ++idx) {
+      std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(idx) + "/size");
+      std::string v;
+      if (!(f >> v) || v.empty()) continue;
+      int64_t n = std::atoll(v.c_str());
+      if (v.back() == 'K') n <<= 10;
+      if (v.back() == 'M') n <<= 20;
+      best = std::max(best, n);
+    }
+    return best;
+  }();
+  return bytes;
+}
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();

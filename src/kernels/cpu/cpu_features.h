@@ -7,6 +7,7 @@
 // comparison and debugging; asking for a path the CPU lacks is an error, not a silent fallback).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,10 @@ struct CpuFeatures {
 
 // Detected once (cpuid + xgetbv, and the Linux AMX permission request).
 const CpuFeatures& cpu_features();
+
+// The largest CPU cache this machine reports (Linux sysfs, cpu0), in bytes; 0 if unknown. What a
+// benchmark must read well past to measure DRAM rather than cache.
+int64_t last_level_cache_bytes();
 
 bool isa_supported(Isa isa);
 std::vector<Isa> supported_isas();  // lowest first; always contains kScalar

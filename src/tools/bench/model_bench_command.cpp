@@ -12,7 +12,7 @@ namespace fp4serve::tools::bench {
 
 void add_bench_model_command(CLI::App& bench) {
   auto o = std::make_shared<ModelBenchOptions>();
-  auto buffer_mib = std::make_shared<int>(1024);
+  auto buffer_mib = std::make_shared<int>(0);
   auto* cmd = bench.add_subcommand(
       "model", "in-process model speed with the roofline measured in the same run: prefill and decode tok/s, "
                "time per layer kind, decode efficiency");
@@ -31,13 +31,14 @@ void add_bench_model_command(CLI::App& bench) {
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "prefill chunk (the engine's token budget)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--bandwidth-buffer-mib", *buffer_mib, "buffer streamed for the read bandwidth (>> last-level cache)")
-      ->capture_default_str()
+  cmd->add_option("--bandwidth-buffer-mib", *buffer_mib,
+                  "buffer streamed for the read bandwidth (default: 4x the last-level cache, at least 1024)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--json", o->json, "also write the results as JSON to this file");
   cmd->callback([o, buffer_mib] {
     ModelBenchOptions opts = *o;
-    opts.bandwidth_buffer_bytes = static_cast<uint64_t>(*buffer_mib) << 20;
+    opts.bandwidth_buffer_bytes =
+        *buffer_mib > 0 ? static_cast<uint64_t>(*buffer_mib) << 20 : default_bandwidth_buffer_bytes();
     const ModelBenchResult r = run_model_bench(opts, std::cerr);
     print_model_bench(r, std::cout);
     if (!opts.json.empty()) {

@@ -22,6 +22,26 @@ struct Roofline {
 // their sum: the read-bandwidth loop, shared with bench/membw_bench.
 uint64_t parallel_sum_words(const uint64_t* words, int64_t n);
 
+// A buffer of 64-bit words for the read-bandwidth loop: huge-page backed, first touched by the
+// kernels' threads.
+class ReadBuffer {
+ public:
+  explicit ReadBuffer(uint64_t bytes);
+  ReadBuffer(const ReadBuffer&) = delete;
+  ReadBuffer& operator=(const ReadBuffer&) = delete;
+  ~ReadBuffer();
+  const uint64_t* data() const { return data_; }
+  int64_t words() const { return words_; }
+
+ private:
+  int64_t words_;
+  uint64_t* data_ = nullptr;
+};
+
+// The default streamed size: 4x the last-level cache, at least 1 GiB (a buffer only twice a large
+// L3 is partly served by it: adaptive replacement keeps part of a cyclic working set).
+uint64_t default_bandwidth_buffer_bytes();
+
 // Streams `buffer_bytes` (touched once first) `passes` times on the kernels' thread pool.
 double measure_read_bandwidth_gbs(uint64_t buffer_bytes, int passes = 3);
 // Independent FMA chains in registers on every thread, for about `seconds`.

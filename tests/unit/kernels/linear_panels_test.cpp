@@ -74,6 +74,26 @@ TEST(PackedWeight, UnpacksToTheViewsValuesForEveryFormatAndTail) {
       }
 }
 
+TEST(PackedWeight, FastPackingOfFullPanelsEqualsTheDefinition) {
+  for (Kind f : kPackable)
+    for (int64_t k : {64, 128, 640}) {
+      const test::RandomWeight w = test::make_random_weight(f, 48, k, static_cast<uint32_t>(k + 7));
+      for (int64_t panel : {0, 2})
+        ASSERT_EQ(pack_panel_for_test(w.view, panel, false), pack_panel_for_test(w.view, panel, true))
+            << kind_name(f) << " k=" << k << " panel " << panel;
+    }
+}
+
+TEST(PackedWeight, LargeWeightsAreHugePageMappedAndFreed) {
+  // 8 MB of panels: above the size that gets its own mapping; the values survive the round trip.
+  const Packed w = make_packed(Kind::kFp8Tensor, 2048, 4096, 12);
+  EXPECT_GE(w.p.size_bytes(), int64_t{4} << 20);
+  std::vector<float> want(4 * 4096), got(4 * 4096);
+  dequantize_rows_unscaled(w.w.view, 2040, 2044, want.data());
+  unpack_rows_unscaled(w.p, 2040, 2044, got.data());
+  EXPECT_EQ(want, got);
+}
+
 TEST(PackedWeight, RefusesFormatsWithoutAPanelLayoutAndMismatchedViews) {
   const test::RandomWeight gptq = test::make_random_weight(Kind::kInt4Gptq, 8, 128, 1);
   EXPECT_FALSE(packable(gptq.view));
