@@ -233,8 +233,24 @@ PackedWeight pack_weight(const WeightView& w, PanelArena* arena) {
       for (int64_t b = 0; b < nb; ++b) p.block_scales[pi * nb + b] = fp8_block_scale(w, pi * kPanelRows, b);
   }
   uint8_t* base = p.bytes_.get();
+  if (w.format == WeightFormat::kNvfp4) p.normal_scales.assign(static_cast<size_t>(p.panels), 0);
   cpu::parallel_for(p.panels, 1, [&](int64_t a, int64_t b) {
-    for (int64_t pi = a; pi < b; ++pi) pack_panel(w, p, pi, base + pi * p.panel_bytes, false);
+    for (int64_t pi = a; pi < b; ++pi) {
+      uint8_t* panel = base + pi * p.panel_bytes;
+      pack_panel(w, p, pi, panel, false);
+      if (w.format == WeightFormat::kNvfp4) {
+        // Real rows and blocks only: padding rows are masked at the store and padding blocks hold
+        // zero weights, so any scale there gives the same results.
+        const int64_t rows = std::min<int64_t>(kPanelRows, w.n - pi * kPanelRows), blocks = w.k / 16;
+        bool normal = true;
+        for (int64_t b = 0; b < blocks && normal; ++b)
+          for (int64_t i = 0; i < rows; ++i) {
+            const uint8_t c = panel[(b / 4) * 576 + 16 * (b % 4) + i];
+            normal = normal && (c & 0x80) == 0 && (c & 0x78) != 0;
+          }
+        p.normal_scales[static_cast<size_t>(pi)] = normal ? 1 : 0;
+      }
+    }
   });
   return p;
 }

@@ -115,8 +115,10 @@ FP4SERVE_INLINE void zero_floats(float* p, int n) {
   for (int i = 0; i < n; i += 16) _mm512_store_ps(p + i, _mm512_setzero_ps());
 }
 
-// The 16 rows' scales of NVFP4 block b (16 k) of a panel.
-FP4SERVE_INLINE __m512 nvfp4_scale(const uint8_t* panel, int64_t b) { return PanelNvfp4::block_scale(panel, b); }
+// The 16 rows' scales of NVFP4 block b (16 k) of panel pi.
+FP4SERVE_INLINE __m512 nvfp4_scale(const PackedWeight& p, int64_t pi, int64_t b) {
+  return PanelNvfp4::block_scale(p.panel(pi), b, p.normal_scales[static_cast<size_t>(pi)] != 0);
+}
 
 // ---------------------------------------------------------------------------------------------
 // M <= 16, unscaled (BF16, FP8 tensor) and FP8 block: chunks converted into a ring of 4 slots
@@ -248,12 +250,11 @@ void nvfp4_m1(const PanelNvfp4& f, const Call& c, const uint8_t* tiles, int64_t 
       finish_pair();
       acc_pair = pair;
     }
-    const uint8_t* A = c.p.panel(panel_a(pair));
-    const uint8_t* B = c.p.panel(panel_b(pair));
+    const int64_t pa = panel_a(pair), pb = panel_b(pair);
     const float* img = c.cbuf + half * 1024;
     for (int64_t b = 16 * g; b < 16 * g + 16 && b < blocks; ++b) {
-      acc_a = _mm512_fmadd_ps(_mm512_load_ps(img + 16 * (b - 16 * g)), nvfp4_scale(A, b), acc_a);
-      acc_b = _mm512_fmadd_ps(_mm512_load_ps(img + 512 + 16 * (b - 16 * g)), nvfp4_scale(B, b), acc_b);
+      acc_a = _mm512_fmadd_ps(_mm512_load_ps(img + 16 * (b - 16 * g)), nvfp4_scale(c.p, pa, b), acc_a);
+      acc_b = _mm512_fmadd_ps(_mm512_load_ps(img + 512 + 16 * (b - 16 * g)), nvfp4_scale(c.p, pb, b), acc_b);
     }
   };
   int64_t pending_pair = -1, pending_group = 0, groups_done = 0;
@@ -375,16 +376,14 @@ void big_chunks(const Call& c, const uint8_t* ba, const uint8_t* bb, int64_t m0,
 // chunk's two blocks of panel a, tmm2/3 of panel b, each from +0 with the other block masked out
 // of x (c.xm); the four images are flushed into c.acc one chunk later.
 void nvfp4_tiles(const Call& c, const uint8_t* ba, const uint8_t* bb, int64_t m0, int mrows, int64_t pa, int64_t pb) {
-  const uint8_t* A = c.p.panel(pa);
-  const uint8_t* B = c.p.panel(pb);
   const int64_t chunks = c.p.kp / 32;
   zero_floats(c.acc, 512);
   auto flush_chunk = [&](int64_t kc) {
     const float* img = c.cbuf + (kc & 1) * 1024;
-    flush_rows(img, c.acc, mrows, nvfp4_scale(A, 2 * kc));
-    flush_rows(img + 256, c.acc, mrows, nvfp4_scale(A, 2 * kc + 1));
-    flush_rows(img + 512, c.acc + 256, mrows, nvfp4_scale(B, 2 * kc));
-    flush_rows(img + 768, c.acc + 256, mrows, nvfp4_scale(B, 2 * kc + 1));
+    flush_rows(img, c.acc, mrows, nvfp4_scale(c.p, pa, 2 * kc));
+    flush_rows(img + 256, c.acc, mrows, nvfp4_scale(c.p, pa, 2 * kc + 1));
+    flush_rows(img + 512, c.acc + 256, mrows, nvfp4_scale(c.p, pb, 2 * kc));
+    flush_rows(img + 768, c.acc + 256, mrows, nvfp4_scale(c.p, pb, 2 * kc + 1));
   };
   for (int64_t kc = 0; kc < chunks; ++kc) {
     _tile_loadd(6, ba + 1024 * kc, 64);
@@ -433,15 +432,17 @@ void tiles_of_x(const F& f, const Call& c, int64_t pa, int64_t pb) {
 
 // ---------------------------------------------------------------------------------------------
 
-// NVFP4 x: per row, per chunk, the two half-masked copies (c.xm); for M = 1 also the block-row tiles.
+// NVFP4 x: per row, per chunk, the two half-masked copies (xm, M >= 2) or the block-row tiles (M = 1).
 void prepare_nvfp4_x(const uint16_t* xb, int64_t M, int64_t kp, uint16_t* xm, uint8_t* tiles) {
   const __mmask32 lo = 0x0000FFFFu, hi = 0xFFFF0000u;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t kc = 0; kc < kp / 32; ++kc) {
       const __m512i v = _mm512_load_si512(xb + m * kp + 32 * kc);
-      uint16_t* out = xm + m * kp * 2 + kc * 64;
-      _mm512_store_si512(out, _mm512_maskz_mov_epi16(lo, v));
-      _mm512_store_si512(out + 32, _mm512_maskz_mov_epi16(hi, v));
+      if (xm != nullptr) {
+        uint16_t* out = xm + m * kp * 2 + kc * 64;
+        _mm512_store_si512(out, _mm512_maskz_mov_epi16(lo, v));
+        _mm512_store_si512(out + 32, _mm512_maskz_mov_epi16(hi, v));
+      }
       if (tiles != nullptr) {
         uint8_t* rows = tiles + kc * 1024 + 2 * (kc % 8) * 64;
         _mm512_store_si512(rows, _mm512_maskz_mov_epi16(lo, v));
@@ -484,9 +485,12 @@ void linear_panels_amx(const float* x, int64_t M, int64_t ldx, const PackedWeigh
   uint16_t* xm = nullptr;
   uint8_t* m1_tiles = nullptr;
   if (p.format == WeightFormat::kNvfp4) {
-    xm = reinterpret_cast<uint16_t*>(base);
-    base += M * kp * 4;
-    if (M == 1) m1_tiles = block_row_tiles(kp);
+    if (M == 1) {
+      m1_tiles = block_row_tiles(kp);  // the M = 1 path reads these, not xm
+    } else {
+      xm = reinterpret_cast<uint16_t*>(base);
+      base += M * kp * 4;
+    }
     prepare_nvfp4_x(xb, M, kp, xm, m1_tiles);
   }
   uint8_t* stage = base;

@@ -64,6 +64,7 @@ struct Fp8BlockFmt : PanelFp8 {
 };
 struct Nvfp4Fmt : PanelNvfp4 {
   static constexpr int kOctetsPerBlock = 2, kChains = 2;
+  bool normal = false;  // this panel's scales are all positive normal codes
   FP4SERVE_INLINE void prefetch(const uint8_t* panel, int64_t o0) const {
     if (o0 % 8 == 0) {  // once per 576-byte superblock: its 9 lines
       const uint8_t* sb = panel + 576 * (o0 / 8);
@@ -71,7 +72,7 @@ struct Nvfp4Fmt : PanelNvfp4 {
     }
   }
   FP4SERVE_INLINE __m512 apply(__m512 acc, __m512 t, const uint8_t* panel, int64_t o0) const {
-    return _mm512_fmadd_ps(t, block_scale(panel, o0 / 2), acc);
+    return _mm512_fmadd_ps(t, block_scale(panel, o0 / 2, normal), acc);
   }
 };
 
@@ -175,7 +176,7 @@ void stage_panel(const F& f, const PackedWeight& p, int64_t pi, uint8_t* stage, 
     for (int t = 0; t < 4; ++t) _mm512_store_si512(stage + 256 * o + 64 * t, r[t]);
   }
   if constexpr (std::is_same_v<F, Nvfp4Fmt>)
-    for (int64_t b = 0; b < p.kp / 16; ++b) _mm512_store_ps(scales + 16 * b, Nvfp4Fmt::block_scale(panel, b));
+    for (int64_t b = 0; b < p.kp / 16; ++b) _mm512_store_ps(scales + 16 * b, Nvfp4Fmt::block_scale(panel, b, f.normal));
 }
 
 template <class F>
@@ -218,8 +219,11 @@ void linear_panels_avx512bf16(const float* x, int64_t M, int64_t ldx, const Pack
       }
       break;
     case WeightFormat::kNvfp4: {
-      const Nvfp4Fmt f;
-      for (int64_t pi = p0; pi < p1; ++pi) run_panel(f, c, pi, stage, scales);
+      Nvfp4Fmt f;
+      for (int64_t pi = p0; pi < p1; ++pi) {
+        f.normal = p.normal_scales[static_cast<size_t>(pi)] != 0;
+        run_panel(f, c, pi, stage, scales);
+      }
       break;
     }
     default:

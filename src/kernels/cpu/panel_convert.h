@@ -115,6 +115,16 @@ struct PanelNvfp4 {
     const uint8_t* s = panel + 576 * (b / 4) + 16 * (b % 4);
     return e4m3x16_to_f32(_mm_load_si128(reinterpret_cast<const __m128i*>(s)));
   }
+  // The same for a panel whose scales are all positive normal codes (PackedWeight::normal_scales):
+  // the 7 bits under the fp32 exponent boundary, exponent rebased by 127 - 7. Same values.
+  FP4SERVE_PANEL_INLINE static __m512 block_scale_normal(const uint8_t* panel, int64_t b) {
+    const uint8_t* s = panel + 576 * (b / 4) + 16 * (b % 4);
+    const __m512i d = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(s)));
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_slli_epi32(d, 20), _mm512_set1_epi32(120 << 23)));
+  }
+  FP4SERVE_PANEL_INLINE static __m512 block_scale(const uint8_t* panel, int64_t b, bool normal) {
+    return normal ? block_scale_normal(panel, b) : block_scale(panel, b);
+  }
 };
 
 // x rows [M, ldx] fp32 -> bf16 rows of kp elements (RNE), zero past K. xb 64-byte aligned.

@@ -5,6 +5,7 @@
 // kernel on this CPU are skipped by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -241,6 +242,32 @@ TEST(LinearPanels, SubnormalScalesAndCodesAreExact) {
     linear(ones.data(), 1, with_packed(fw, pf), &y, tier);
     EXPECT_EQ(y, (1 + 2 + 3 + 4 + 5 + 6 + 7 - 1 + 8) * std::ldexp(1.0f, -9)) << cpu::isa_name(tier);
   }
+}
+
+TEST(LinearPanels, NormalScalePanelsConvertScalesTheShortWayWithTheSameBits) {
+  const auto tiers = panel_tiers();
+  if (tiers.empty()) GTEST_SKIP() << "no panel kernel on this CPU";
+  // Scales 0x08..0x5F: all positive normal codes, so every panel is flagged for the short path.
+  Packed w = make_packed(Kind::kNvfp4, 40, 576, 91, 0x08, 0x5F);
+  for (uint8_t f : w.p.normal_scales) ASSERT_EQ(f, 1);
+  // A zero scale anywhere in a panel sends that panel (only) down the exact path.
+  Packed z = make_packed(Kind::kNvfp4, 40, 576, 91, 0x08, 0x5F);
+  z.w.u8b[16 * 36 + 3] = 0x00;  // row 16 (panel 1), block 3
+  z.p = pack_weight(z.w.view);
+  z.view = with_packed(z.w.view, z.p);
+  EXPECT_EQ(z.p.normal_scales, (std::vector<uint8_t>{1, 0, 1}));
+  for (Isa tier : tiers)
+    for (int64_t M : {1, 3, 20}) {
+      const auto x = test::random_bf16_values(M * 576, 92);
+      std::vector<float> fast(M * 40), exact(M * 40);
+      linear(x.data(), M, w.view, fast.data(), tier);
+      PackedWeight slow = pack_weight(w.w.view);
+      std::fill(slow.normal_scales.begin(), slow.normal_scales.end(), 0);
+      linear(x.data(), M, with_packed(w.w.view, slow), exact.data(), tier);
+      for (size_t i = 0; i < fast.size(); ++i) ASSERT_TRUE(test::same_bits(fast[i], exact[i])) << cpu::isa_name(tier) << " " << i;
+      expect_within_tolerance(x, M, w, tier, "nvfp4 normal scales");
+      expect_within_tolerance(x, M, z, tier, "nvfp4 one zero scale");
+    }
 }
 
 TEST(LinearPanels, NegativeZeroInputsGivePositiveZero) {
