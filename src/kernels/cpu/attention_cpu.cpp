@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -52,6 +53,11 @@ void load_rows(const KvView& kv, const void* base, int kvh, int64_t L, float sca
 // Query tokens per work item: an item dequantizes its kv head's rows once for all its tokens and
 // all the q heads that share the kv head (GQA), instead of once per (token, q head).
 constexpr int64_t kTokensPerItem = 32;
+// Keys per block of the blocked passes: 32 rows of K or V (32 KB at head_dim 256) stay in L1 while
+// all of an item's queries (up to 32 tokens x the GQA group) use them, instead of every query
+// streaming all keys (at 2048 tokens that was ~16 GB per layer from L2/L3).
+constexpr int64_t kKeysPerBlock = 32;
+constexpr int64_t kMaxItemScores = int64_t{2} << 20;  // 8 MB of fp32 scores per work item
 
 void check_view(const KvView& kv) {
   if (kv.k == nullptr || kv.v == nullptr || kv.n_kv_heads <= 0 || kv.head_dim <= 0)
@@ -98,8 +104,12 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
     if (Hq % s.kv.n_kv_heads != 0) throw std::invalid_argument("gated_attention: Hq must be a multiple of Hkv");
     if (s.q == nullptr || s.gate == nullptr || s.out == nullptr)
       throw std::invalid_argument("gated_attention: null q, gate or out");
+    // Fewer tokens per item at long contexts: an item's scores are (tokens x group) x keys floats,
+    // kept under kMaxItemScores (each query is computed alone, so the split changes no result).
+    const int64_t group = Hq / s.kv.n_kv_heads, keys = s.pos0 + s.T;
+    const int64_t per_item = std::clamp<int64_t>(kMaxItemScores / std::max<int64_t>(1, group * keys), 1, kTokensPerItem);
     for (int kvh = 0; kvh < s.kv.n_kv_heads; ++kvh)
-      for (int64_t t0 = 0; t0 < s.T; t0 += kTokensPerItem) items.push_back({i, kvh, t0, std::min(s.T, t0 + kTokensPerItem)});
+      for (int64_t t0 = 0; t0 < s.T; t0 += per_item) items.push_back({i, kvh, t0, std::min(s.T, t0 + per_item)});
   }
   const bool eager = math == AttentionMath::kHfEager;
   cpu::parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t i0, int64_t i1) {
@@ -114,36 +124,58 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
       vbuf.resize(static_cast<size_t>(L_max * D));
       load_rows(s.kv, s.kv.k, item.kvh, L_max, s.kv.k_scale, kbuf.data());
       load_rows(s.kv, s.kv.v, item.kvh, L_max, s.kv.v_scale, vbuf.data());
-      qf.resize(D);
+      // The item's queries: (token t, q head h of the kv head's group), query r = (t - t0) * group + g.
+      const int64_t Q = (item.t1 - item.t0) * group;
+      qf.resize(static_cast<size_t>(Q * D));
+      scores.resize(static_cast<size_t>(Q * L_max));
+      acc.assign(static_cast<size_t>(Q * D), 0.0f);
+      auto keys_of = [&](int64_t r) { return s.pos0 + item.t0 + r / group + 1; };  // causal: keys 0 .. pos0 + t
+      for (int64_t r = 0; r < Q; ++r) {
+        const int64_t t = item.t0 + r / group;
+        const int h = item.kvh * group + static_cast<int>(r % group);
+        bf16_to_f32(s.q + (t * Hq + h) * D, qf.data() + r * D, D);
+      }
+      // Keys in blocks that stay in L1 while every query of the item uses them (in order, so each
+      // score's dot and each output element's fma chain over j are unchanged).
+      for (int64_t j0 = 0; j0 < L_max; j0 += kKeysPerBlock)
+        for (int64_t r = 0; r < Q; ++r) {
+          const int64_t n = std::min(kKeysPerBlock, keys_of(r) - j0);
+          if (n > 0) kt.dots(qf.data() + r * D, kbuf.data() + j0 * D, D, n, D, scores.data() + r * L_max + j0);
+        }
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-      for (int64_t t = item.t0; t < item.t1; ++t) {
-        const int64_t L = s.pos0 + t + 1;  // keys 0 .. pos0 + t
-        scores.resize(static_cast<size_t>(L));
-        for (int h = item.kvh * group; h < (item.kvh + 1) * group; ++h) {
-          acc.assign(D, 0.0f);
-          bf16_to_f32(s.q + (t * Hq + h) * D, qf.data(), D);
-          float mx = -INFINITY;
-          for (int64_t j = 0; j < L; ++j) {
-            const float dot = kt.dot(qf.data(), kbuf.data() + j * D, D);
-            scores[j] = eager ? round_bf16(round_bf16(dot) * scale) : dot * scale;
-            mx = std::max(mx, scores[j]);
-          }
-          float l = 0.0f;
-          for (int64_t j = 0; j < L; ++j) {
-            scores[j] = std::exp(scores[j] - mx);
-            l += scores[j];
-          }
-          const float inv_l = 1.0f / l;
-          for (int64_t j = 0; j < L; ++j) {
-            const float p = eager ? round_bf16(scores[j] * inv_l) : scores[j];
-            kt.axpy(p, vbuf.data() + j * D, acc.data(), D);
-          }
-          const uint16_t* gate = s.gate + (t * Hq + h) * D;
-          uint16_t* out = s.out + (t * Hq + h) * D;
-          for (int d = 0; d < D; ++d) {
-            const float o = round_bf16(eager ? acc[d] : acc[d] / l);
-            out[d] = f32_to_bf16_bits(o * round_bf16(sigmoid(bf16_bits_to_f32(gate[d]))));
-          }
+      for (int64_t r = 0; r < Q; ++r) {
+        float* sc = scores.data() + r * L_max;
+        const int64_t L = keys_of(r);
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < L; ++j) {
+          sc[j] = eager ? round_bf16(round_bf16(sc[j]) * scale) : sc[j] * scale;
+          mx = std::max(mx, sc[j]);
+        }
+        float l = 0.0f;
+        for (int64_t j = 0; j < L; ++j) {
+          sc[j] = std::exp(sc[j] - mx);
+          l += sc[j];
+        }
+        const float inv_l = 1.0f / l;
+        if (eager)
+          for (int64_t j = 0; j < L; ++j) sc[j] = round_bf16(sc[j] * inv_l);
+        qf[static_cast<size_t>(r * D)] = l;  // q is no longer needed: keep l for the kFp32 division
+      }
+      for (int64_t j0 = 0; j0 < L_max; j0 += kKeysPerBlock)
+        for (int64_t r = 0; r < Q; ++r) {
+          const int64_t n = std::min(kKeysPerBlock, keys_of(r) - j0);
+          if (n > 0) kt.weighted_sum(scores.data() + r * L_max + j0, vbuf.data() + j0 * D, D, n, D, acc.data() + r * D);
+        }
+      for (int64_t r = 0; r < Q; ++r) {
+        const int64_t t = item.t0 + r / group;
+        const int h = item.kvh * group + static_cast<int>(r % group);
+        const float l = qf[static_cast<size_t>(r * D)];
+        const uint16_t* gate = s.gate + (t * Hq + h) * D;
+        uint16_t* out = s.out + (t * Hq + h) * D;
+        const float* a = acc.data() + r * D;
+        for (int d = 0; d < D; ++d) {
+          const float o = round_bf16(eager ? a[d] : a[d] / l);
+          out[d] = f32_to_bf16_bits(o * round_bf16(sigmoid(bf16_bits_to_f32(gate[d]))));
         }
       }
     }

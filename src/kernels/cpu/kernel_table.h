@@ -59,6 +59,12 @@ struct KernelTable {
   float (*dot)(const float* a, const float* b, int64_t n);
   // y[i] = fma(a, x[i], y[i])
   void (*axpy)(float a, const float* x, float* y, int64_t n);
+  // out[j] = dot(q, K + j * ldk, n) for j < L: L canonical dots (attention scores), each with
+  // dot's exact sequence.
+  void (*dots)(const float* q, const float* K, int64_t ldk, int64_t L, int64_t n, float* out);
+  // For j = 0 .. L-1 in order: acc[i] = fma(p[j], V[j * ldv + i], acc[i]), i < n -- axpy per j,
+  // the same sequence per element, with the accumulator kept in registers (attention's P V).
+  void (*weighted_sum)(const float* p, const float* V, int64_t ldv, int64_t L, int64_t n, float* acc);
   // One gated-delta-rule token for one V head, state S[dk][dv] in place (gdn.h gives the math):
   //   S = S * decay; kvm = sum_k S[k,:] k[k] (fma chain over k); d = (v - kvm) * beta;
   //   S = fma(k[k], d, S[k,:]); out = sum_k S[k,:] q[k] (fma chain over k, from +0).
@@ -71,6 +77,12 @@ struct KernelTable {
   void (*linear_packed)(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, int64_t n0, int64_t n1,
                         float* y, int64_t ldy, float* scratch) = nullptr;
 };
+
+// dots / weighted_sum from a table's dot and axpy (the tiers without their own).
+void dots_by_dot(float (*dot)(const float*, const float*, int64_t), const float* q, const float* K, int64_t ldk,
+                 int64_t L, int64_t n, float* out);
+void weighted_sum_by_axpy(void (*axpy)(float, const float*, float*, int64_t), const float* p, const float* V,
+                          int64_t ldv, int64_t L, int64_t n, float* acc);
 
 // The panel kernels (linear_panels_*.cpp), for the tables of the tiers that run them.
 void linear_panels_avx512bf16(const float* x, int64_t M, int64_t ldx, const PackedWeight& w, int64_t n0, int64_t n1,

@@ -257,10 +257,17 @@ void gdn_step_avx2(float* S, const float* q, const float* k, const float* v, flo
   }
 }
 
+void dots_avx2(const float* q, const float* K, int64_t ldk, int64_t L, int64_t n, float* out) {
+  dots_by_dot(dot_avx2, q, K, ldk, L, n, out);
+}
+void weighted_sum_avx2(const float* p, const float* V, int64_t ldv, int64_t L, int64_t n, float* acc) {
+  weighted_sum_by_axpy(axpy_avx2, p, V, ldv, L, n, acc);
+}
+
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable t{linear_avx2, dot_avx2, axpy_avx2, gdn_step_avx2};
+  static const KernelTable t{linear_avx2, dot_avx2, axpy_avx2, dots_avx2, weighted_sum_avx2, gdn_step_avx2};
   return t;
 }
 

@@ -340,6 +340,63 @@ void axpy_avx512(float a, const float* x, float* y, int64_t n) {
   }
 }
 
+// Four keys per pass: the same per-key sequence as dot_avx512 (two 16-lane accumulators over
+// 32-chunks, masked tail, reduce32), with q's chunk loaded once for the four.
+void dots_avx512(const float* q, const float* K, int64_t ldk, int64_t L, int64_t n, float* out) {
+  int64_t j = 0;
+  for (; j + 4 <= L; j += 4) {
+    __m512 a0[4], a1[4];
+    for (int u = 0; u < 4; ++u) a0[u] = a1[u] = _mm512_setzero_ps();
+    int64_t k = 0;
+    for (; k + 32 <= n; k += 32) {
+      const __m512 q0 = _mm512_loadu_ps(q + k), q1 = _mm512_loadu_ps(q + k + 16);
+      for (int u = 0; u < 4; ++u) {
+        const float* kr = K + (j + u) * ldk + k;
+        a0[u] = _mm512_fmadd_ps(q0, _mm512_loadu_ps(kr), a0[u]);
+        a1[u] = _mm512_fmadd_ps(q1, _mm512_loadu_ps(kr + 16), a1[u]);
+      }
+    }
+    if (k < n) {
+      const int64_t r = n - k;
+      const __mmask16 m0 = static_cast<__mmask16>(r >= 16 ? 0xFFFF : (1u << r) - 1);
+      const __mmask16 m1 = static_cast<__mmask16>(r > 16 ? (1u << (r - 16)) - 1 : 0);
+      const __m512 q0 = _mm512_maskz_loadu_ps(m0, q + k), q1 = _mm512_maskz_loadu_ps(m1, q + k + 16);
+      for (int u = 0; u < 4; ++u) {
+        const float* kr = K + (j + u) * ldk + k;
+        a0[u] = _mm512_fmadd_ps(q0, _mm512_maskz_loadu_ps(m0, kr), a0[u]);
+        a1[u] = _mm512_fmadd_ps(q1, _mm512_maskz_loadu_ps(m1, kr + 16), a1[u]);
+      }
+    }
+    for (int u = 0; u < 4; ++u) out[j + u] = reduce32(a0[u], a1[u]);
+  }
+  for (; j < L; ++j) out[j] = dot_avx512(q, K + j * ldk, n);
+}
+
+// acc stays in up to 16 registers (256 floats) across all j; wider rows go in 256-column slices,
+// each element's fma chain over j unchanged.
+void weighted_sum_avx512(const float* p, const float* V, int64_t ldv, int64_t L, int64_t n, float* acc) {
+  for (int64_t c0 = 0; c0 < n; c0 += 256) {
+    const int64_t w = std::min<int64_t>(256, n - c0);
+    const int regs = static_cast<int>((w + 15) / 16);
+    const int64_t tail = w - 16 * (regs - 1);
+    const __mmask16 last = static_cast<__mmask16>(tail >= 16 ? 0xFFFF : (1u << tail) - 1);
+    __m512 a[16];
+    for (int r = 0; r < regs; ++r) a[r] = _mm512_maskz_loadu_ps(r + 1 < regs ? 0xFFFF : last, acc + c0 + 16 * r);
+    for (int64_t j = 0; j < L; ++j) {
+      const __m512 pj = _mm512_set1_ps(p[j]);
+      const float* vr = V + j * ldv + c0;
+      if (regs == 16) {
+        #pragma GCC unroll 16
+        for (int r = 0; r < 16; ++r) a[r] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vr + 16 * r), a[r]);
+      } else {
+        for (int r = 0; r < regs; ++r)
+          a[r] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(r + 1 < regs ? 0xFFFF : last, vr + 16 * r), a[r]);
+      }
+    }
+    for (int r = 0; r < regs; ++r) _mm512_mask_storeu_ps(acc + c0 + 16 * r, r + 1 < regs ? 0xFFFF : last, a[r]);
+  }
+}
+
 void gdn_step_avx512(float* S, const float* q, const float* k, const float* v, float decay, float beta, int dk,
                      int dv, float* out, float* kvm) {
   if (dv != 128) {  // the model's head size; other sizes take the reference path
@@ -380,7 +437,7 @@ void gdn_step_avx512(float* S, const float* q, const float* k, const float* v, f
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable t{linear_avx512, dot_avx512, axpy_avx512, gdn_step_avx512};
+  static const KernelTable t{linear_avx512, dot_avx512, axpy_avx512, dots_avx512, weighted_sum_avx512, gdn_step_avx512};
   return t;
 }
 

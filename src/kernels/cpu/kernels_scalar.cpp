@@ -60,10 +60,27 @@ void gdn_step_scalar(float* S, const float* q, const float* k, const float* v, f
   }
 }
 
+void dots_scalar(const float* q, const float* K, int64_t ldk, int64_t L, int64_t n, float* out) {
+  dots_by_dot(dot_scalar, q, K, ldk, L, n, out);
+}
+void weighted_sum_scalar(const float* p, const float* V, int64_t ldv, int64_t L, int64_t n, float* acc) {
+  weighted_sum_by_axpy(axpy_scalar, p, V, ldv, L, n, acc);
+}
+
 }  // namespace
 
+void dots_by_dot(float (*dot)(const float*, const float*, int64_t), const float* q, const float* K, int64_t ldk,
+                 int64_t L, int64_t n, float* out) {
+  for (int64_t j = 0; j < L; ++j) out[j] = dot(q, K + j * ldk, n);
+}
+
+void weighted_sum_by_axpy(void (*axpy)(float, const float*, float*, int64_t), const float* p, const float* V,
+                          int64_t ldv, int64_t L, int64_t n, float* acc) {
+  for (int64_t j = 0; j < L; ++j) axpy(p[j], V + j * ldv, acc, n);
+}
+
 const KernelTable& scalar_kernels() {
-  static const KernelTable t{linear_scalar, dot_scalar, axpy_scalar, gdn_step_scalar};
+  static const KernelTable t{linear_scalar, dot_scalar, axpy_scalar, dots_scalar, weighted_sum_scalar, gdn_step_scalar};
   return t;
 }
 

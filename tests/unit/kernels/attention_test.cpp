@@ -1,4 +1,5 @@
 #include "kernels/attention.h"
+#include "kernels/cpu/kernel_table.h"
 
 #include <gtest/gtest.h>
 
@@ -145,6 +146,34 @@ TEST(Attention, PagedEqualsContiguousAndSplitsAndPathsAndThreadsAreBitIdentical)
     }
     cpu::set_num_threads(0);
   }
+}
+
+// The attention primitives (kernel_table.h dots / weighted_sum): every tier's bits equal scalar's
+// for row lengths around the 16/32-lane and 256-column boundaries and key counts around 4.
+TEST(Attention, BatchedDotsAndWeightedSumsMatchScalarBitForBit) {
+  for (int64_t n : {1, 15, 16, 17, 31, 33, 100, 256, 300, 529})
+    for (int64_t L : {1, 3, 4, 5, 9}) {
+      const int64_t ld = n + 3;
+      const auto q = test::random_f32(n, 1);
+      const auto K = test::random_f32(L * ld, 2);
+      const auto p = test::random_f32(L, 3);
+      const auto acc0 = test::random_f32(n, 4);
+      std::vector<float> ref_dots(L), ref_acc = acc0;
+      const cpu::KernelTable& s = cpu::kernel_table(Isa::kScalar);
+      s.dots(q.data(), K.data(), ld, L, n, ref_dots.data());
+      s.weighted_sum(p.data(), K.data(), ld, L, n, ref_acc.data());
+      for (int64_t j = 0; j < L; ++j) ASSERT_EQ(ref_dots[j], s.dot(q.data(), K.data() + j * ld, n));
+      for (Isa isa : test::isas()) {
+        const cpu::KernelTable& kt = cpu::kernel_table(isa);
+        std::vector<float> d(L), a = acc0;
+        kt.dots(q.data(), K.data(), ld, L, n, d.data());
+        kt.weighted_sum(p.data(), K.data(), ld, L, n, a.data());
+        for (int64_t j = 0; j < L; ++j)
+          ASSERT_TRUE(test::same_bits(d[j], ref_dots[j])) << cpu::isa_name(isa) << " n=" << n << " L=" << L << " j=" << j;
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_TRUE(test::same_bits(a[i], ref_acc[i])) << cpu::isa_name(isa) << " n=" << n << " L=" << L << " i=" << i;
+      }
+    }
 }
 
 TEST(Attention, Fp8CacheStoresScaledCodesAndReadsThemBack) {
