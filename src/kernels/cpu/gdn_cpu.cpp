@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -14,19 +15,28 @@ namespace fp4serve::kernels {
 void gdn_conv1d(const uint16_t* x, int64_t T, int64_t C, const uint16_t* w, int Kc, uint16_t* state, uint16_t* out) {
   if (Kc < 1 || Kc > 16) throw std::invalid_argument("gdn_conv1d: kernel size must be in [1, 16]");
   const int hist = Kc - 1;
-  cpu::parallel_for(C, 256, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      float wc[16], win[16];  // win: the last Kc raw inputs, oldest first
-      for (int j = 0; j < Kc; ++j) wc[j] = bf16_bits_to_f32(w[c * Kc + j]);
-      for (int j = 0; j < hist; ++j) win[j] = bf16_bits_to_f32(state[j * C + c]);
+  const cpu::KernelTable& kt = cpu::active_table();
+  // Row-major over blocks of channels: each tap is one elementwise fma over the block's row
+  // (pre[c] = fma(w[c][j], in[t - hist + j][c], pre[c]) for j in order, as before per element).
+  // The old per-channel walk down the token axis strode C * 2 bytes per step: a TLB miss per load.
+  constexpr int64_t kBlock = 512;
+  cpu::parallel_for((C + kBlock - 1) / kBlock, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<float> wt(static_cast<size_t>(Kc * kBlock)), ring(static_cast<size_t>(Kc * kBlock)), pre(kBlock);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t c0 = b * kBlock, n = std::min(kBlock, C - c0);
+      for (int j = 0; j < Kc; ++j)
+        for (int64_t c = 0; c < n; ++c) wt[j * kBlock + c] = bf16_bits_to_f32(w[(c0 + c) * Kc + j]);
+      // ring row (p mod Kc) holds the raw input at position p (p < 0: the state's rows).
+      auto row = [&](int64_t p) { return ring.data() + ((p % Kc + Kc) % Kc) * kBlock; };
+      for (int j = 0; j < hist; ++j) bf16_to_f32(state + j * C + c0, row(j - hist), n);
       for (int64_t t = 0; t < T; ++t) {
-        win[hist] = bf16_bits_to_f32(x[t * C + c]);
-        float acc = 0.0f;
-        for (int j = 0; j < Kc; ++j) acc = std::fma(wc[j], win[j], acc);
-        out[t * C + c] = f32_to_bf16_bits(silu(round_bf16(acc)));
-        for (int j = 0; j < hist; ++j) win[j] = win[j + 1];
+        bf16_to_f32(x + t * C + c0, row(t), n);
+        std::fill(pre.begin(), pre.begin() + n, 0.0f);
+        for (int j = 0; j < Kc; ++j) kt.fma_rows(wt.data() + j * kBlock, row(t - hist + j), pre.data(), n);
+        uint16_t* o = out + t * C + c0;
+        for (int64_t c = 0; c < n; ++c) o[c] = f32_to_bf16_bits(silu(round_bf16(pre[c])));
       }
-      for (int j = 0; j < hist; ++j) state[j * C + c] = f32_to_bf16_bits(win[j]);
+      for (int j = 0; j < hist; ++j) f32_to_bf16(row(T - hist + j), state + j * C + c0, n);
     }
   });
 }
@@ -79,17 +89,18 @@ void gdn_recurrent(const uint16_t* qkv, int64_t T, const GdnDims& d, const float
   for (float& v : q) v = v * qscale;
   const int group = d.Hv / d.Hk;
   cpu::parallel_for(d.Hv, 1, [&](int64_t h0, int64_t h1) {
-    std::vector<float> v(d.dv), o(d.dv), scratch(d.dv);
+    std::vector<float> v(static_cast<size_t>(T * d.dv)), o(v.size()), decay(T), bt(T), scratch(2 * d.dv);
     for (int64_t h = h0; h < h1; ++h) {
       float* S = state + h * d.dk * d.dv;
       const int64_t kh = h / group;
       for (int64_t t = 0; t < T; ++t) {
-        bf16_to_f32(qkv + t * C + 2 * KD + h * d.dv, v.data(), d.dv);
-        const float decay = std::exp(g[t * d.Hv + h]);
-        kt.gdn_step(S, q.data() + (t * d.Hk + kh) * d.dk, k.data() + (t * d.Hk + kh) * d.dk, v.data(), decay,
-                    beta[t * d.Hv + h], d.dk, d.dv, o.data(), scratch.data());
-        f32_to_bf16(o.data(), out + t * d.value_dim() + h * d.dv, d.dv);
+        bf16_to_f32(qkv + t * C + 2 * KD + h * d.dv, v.data() + t * d.dv, d.dv);
+        decay[t] = std::exp(g[t * d.Hv + h]);
+        bt[t] = beta[t * d.Hv + h];
       }
+      kt.gdn_tokens(S, q.data() + kh * d.dk, d.Hk * d.dk, k.data() + kh * d.dk, d.Hk * d.dk, v.data(), d.dv,
+                    decay.data(), bt.data(), T, d.dk, d.dv, o.data(), d.dv, scratch.data());
+      for (int64_t t = 0; t < T; ++t) f32_to_bf16(o.data() + t * d.dv, out + t * d.value_dim() + h * d.dv, d.dv);
     }
   });
 }

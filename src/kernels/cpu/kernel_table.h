@@ -47,8 +47,8 @@ inline int64_t linear_scratch_floats(int64_t M, int64_t K) {
 }
 
 // Scratch of a linear_packed call: x as bf16 rows (2 M kp bytes) and NVFP4's half-masked copies
-// (4 M kp), two converted panels (64 kp), tile images and accumulators (12 KB), alignment.
-inline int64_t packed_linear_scratch_floats(int64_t M, int64_t kp) { return (6 * M * kp + 64 * kp + 12544) / 4 + 16; }
+// (4 M kp), eight converted panels (256 kp), tile images and accumulators (12 KB), alignment.
+inline int64_t packed_linear_scratch_floats(int64_t M, int64_t kp) { return (6 * M * kp + 256 * kp + 12544) / 4 + 16; }
 
 struct KernelTable {
   // y[m*ldy + n] = tensor_scale * dot(x[m*ldx ...], W(n, :)) for m < M, n0 <= n < n1.
@@ -62,6 +62,8 @@ struct KernelTable {
   // out[j] = dot(q, K + j * ldk, n) for j < L: L canonical dots (attention scores), each with
   // dot's exact sequence.
   void (*dots)(const float* q, const float* K, int64_t ldk, int64_t L, int64_t n, float* out);
+  // y[i] = fma(a[i], b[i], y[i]) for i < n (elementwise; the GDN conv's taps).
+  void (*fma_rows)(const float* a, const float* b, float* y, int64_t n);
   // For j = 0 .. L-1 in order: acc[i] = fma(p[j], V[j * ldv + i], acc[i]), i < n -- axpy per j,
   // the same sequence per element, with the accumulator kept in registers (attention's P V).
   void (*weighted_sum)(const float* p, const float* V, int64_t ldv, int64_t L, int64_t n, float* acc);
@@ -71,6 +73,13 @@ struct KernelTable {
   // kvm_scratch: dv floats.
   void (*gdn_step)(float* S, const float* q, const float* k, const float* v, float decay, float beta, int dk,
                    int dv, float* out, float* kvm_scratch);
+  // gdn_step for the T tokens of one V head in order: token t reads q + t*tq, k + t*tk, v + t*tv,
+  // decay[t], beta[t] and writes out + t*tout. The same per-element sequence as T gdn_step calls
+  // (a tier may fuse token t's update with token t+1's decay in one sweep over S).
+  // scratch: 2 * dv floats.
+  void (*gdn_tokens)(float* S, const float* q, int64_t tq, const float* k, int64_t tk, const float* v, int64_t tv,
+                     const float* decay, const float* beta, int64_t T, int dk, int dv, float* out, int64_t tout,
+                     float* scratch);
   // The same over a packed weight (packed_weight.h) for rows n0 .. n1, n0 a multiple of kPanelRows;
   // nullptr where the tier has no panel kernel (its linear reads the plain view).
   // scratch: packed_linear_scratch_floats(M, w.kp) floats.
@@ -78,7 +87,12 @@ struct KernelTable {
                         float* y, int64_t ldy, float* scratch) = nullptr;
 };
 
-// dots / weighted_sum from a table's dot and axpy (the tiers without their own).
+// gdn_tokens, dots and weighted_sum from a table's gdn_step, dot and axpy (the tiers without their own).
+void gdn_tokens_by_step(void (*gdn_step)(float*, const float*, const float*, const float*, float, float, int, int,
+                                         float*, float*),
+                        float* S, const float* q, int64_t tq, const float* k, int64_t tk, const float* v, int64_t tv,
+                        const float* decay, const float* beta, int64_t T, int dk, int dv, float* out, int64_t tout,
+                        float* scratch);
 void dots_by_dot(float (*dot)(const float*, const float*, int64_t), const float* q, const float* K, int64_t ldk,
                  int64_t L, int64_t n, float* out);
 void weighted_sum_by_axpy(void (*axpy)(float, const float*, float*, int64_t), const float* p, const float* V,

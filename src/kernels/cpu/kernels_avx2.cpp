@@ -3,6 +3,8 @@
 // reduced by the same halving tree. Compiled with AVX2 flags only.
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "kernels/cpu/dequant_scalar.h"
 #include "kernels/cpu/kernel_table.h"
 #include "tensor/float_formats.h"
@@ -257,6 +259,19 @@ void gdn_step_avx2(float* S, const float* q, const float* k, const float* v, flo
   }
 }
 
+void fma_rows_avx2(const float* a, const float* b, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] = std::fma(a[i], b[i], y[i]);
+}
+
+void gdn_tokens_avx2(float* S, const float* q, int64_t tq, const float* k, int64_t tk, const float* v, int64_t tv,
+                     const float* decay, const float* beta, int64_t T, int dk, int dv, float* out, int64_t tout,
+                     float* scratch) {
+  gdn_tokens_by_step(gdn_step_avx2, S, q, tq, k, tk, v, tv, decay, beta, T, dk, dv, out, tout, scratch);
+}
+
 void dots_avx2(const float* q, const float* K, int64_t ldk, int64_t L, int64_t n, float* out) {
   dots_by_dot(dot_avx2, q, K, ldk, L, n, out);
 }
@@ -267,7 +282,8 @@ void weighted_sum_avx2(const float* p, const float* V, int64_t ldv, int64_t L, i
 }  // namespace
 
 const KernelTable& avx2_kernels() {
-  static const KernelTable t{linear_avx2, dot_avx2, axpy_avx2, dots_avx2, weighted_sum_avx2, gdn_step_avx2};
+  static const KernelTable t{linear_avx2,       dot_avx2,      axpy_avx2,      dots_avx2, fma_rows_avx2,
+                             weighted_sum_avx2, gdn_step_avx2, gdn_tokens_avx2};
   return t;
 }
 

@@ -340,6 +340,18 @@ void axpy_avx512(float a, const float* x, float* y, int64_t n) {
   }
 }
 
+void fma_rows_avx512(const float* a, const float* b, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), _mm512_loadu_ps(y + i)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m,
+                          _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i),
+                                          _mm512_maskz_loadu_ps(m, y + i)));
+  }
+}
+
 // Four keys per pass: the same per-key sequence as dot_avx512 (two 16-lane accumulators over
 // 32-chunks, masked tail, reduce32), with q's chunk loaded once for the four.
 void dots_avx512(const float* q, const float* K, int64_t ldk, int64_t L, int64_t n, float* out) {
@@ -434,10 +446,68 @@ void gdn_step_avx512(float* S, const float* q, const float* k, const float* v, f
   for (int j = 0; j < 8; ++j) _mm512_storeu_ps(out + 16 * j, acc[j]);
 }
 
+// T tokens of one head with dv = 128, ONE sweep over S per token: the update and output of token
+// t (S = fma(k_t, d_t, S); out_t += S q_t) and the decay and k-projection of token t+1
+// (S = S * decay_{t+1}; kvm += S k_{t+1}) share the load and store of each row. Per element the
+// operations and their order are gdn_step's; the rows' sums over i run in the same i order.
+void gdn_tokens_avx512(float* S, const float* q, int64_t tq, const float* k, int64_t tk, const float* v, int64_t tv,
+                       const float* decay, const float* beta, int64_t T, int dk, int dv, float* out, int64_t tout,
+                       float* scratch) {
+  if (dv != 128 || T <= 0) {
+    gdn_tokens_by_step(gdn_step_avx512, S, q, tq, k, tk, v, tv, decay, beta, T, dk, dv, out, tout, scratch);
+    return;
+  }
+  __m512 kvm[8];  // sum_i S[i] k_t[i] for the token whose delta comes next
+  for (int j = 0; j < 8; ++j) kvm[j] = _mm512_setzero_ps();
+  {  // token 0's decay and k-projection alone
+    const __m512 vdecay = _mm512_set1_ps(decay[0]);
+    for (int i = 0; i < dk; ++i) {
+      float* row = S + static_cast<int64_t>(i) * 128;
+      const __m512 ki = _mm512_set1_ps(k[i]);
+      for (int j = 0; j < 8; ++j) {
+        const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(row + 16 * j), vdecay);
+        _mm512_storeu_ps(row + 16 * j, s);
+        kvm[j] = _mm512_fmadd_ps(s, ki, kvm[j]);
+      }
+    }
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    const float* kt = k + t * tk;
+    const float* qt = q + t * tq;
+    const __m512 vbeta = _mm512_set1_ps(beta[t]);
+    __m512 d[8], acc[8];
+    for (int j = 0; j < 8; ++j) {
+      d[j] = _mm512_mul_ps(_mm512_sub_ps(_mm512_loadu_ps(v + t * tv + 16 * j), kvm[j]), vbeta);
+      acc[j] = _mm512_setzero_ps();
+      kvm[j] = _mm512_setzero_ps();
+    }
+    const bool next = t + 1 < T;
+    const float* kn = k + (t + 1) * tk;
+    const __m512 vdecay = _mm512_set1_ps(next ? decay[t + 1] : 1.0f);
+    for (int i = 0; i < dk; ++i) {
+      float* row = S + static_cast<int64_t>(i) * 128;
+      const __m512 ki = _mm512_set1_ps(kt[i]);
+      const __m512 qi = _mm512_set1_ps(qt[i]);
+      const __m512 kni = _mm512_set1_ps(next ? kn[i] : 0.0f);
+      for (int j = 0; j < 8; ++j) {
+        __m512 s = _mm512_fmadd_ps(ki, d[j], _mm512_loadu_ps(row + 16 * j));
+        acc[j] = _mm512_fmadd_ps(s, qi, acc[j]);
+        if (next) {
+          s = _mm512_mul_ps(s, vdecay);
+          kvm[j] = _mm512_fmadd_ps(s, kni, kvm[j]);
+        }
+        _mm512_storeu_ps(row + 16 * j, s);
+      }
+    }
+    for (int j = 0; j < 8; ++j) _mm512_storeu_ps(out + t * tout + 16 * j, acc[j]);
+  }
+}
+
 }  // namespace
 
 const KernelTable& avx512_kernels() {
-  static const KernelTable t{linear_avx512, dot_avx512, axpy_avx512, dots_avx512, weighted_sum_avx512, gdn_step_avx512};
+  static const KernelTable t{linear_avx512,       dot_avx512,      axpy_avx512,      dots_avx512, fma_rows_avx512,
+                             weighted_sum_avx512, gdn_step_avx512, gdn_tokens_avx512};
   return t;
 }
 

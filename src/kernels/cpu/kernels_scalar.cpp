@@ -60,6 +60,16 @@ void gdn_step_scalar(float* S, const float* q, const float* k, const float* v, f
   }
 }
 
+void gdn_tokens_scalar(float* S, const float* q, int64_t tq, const float* k, int64_t tk, const float* v, int64_t tv,
+                       const float* decay, const float* beta, int64_t T, int dk, int dv, float* out, int64_t tout,
+                       float* scratch) {
+  gdn_tokens_by_step(gdn_step_scalar, S, q, tq, k, tk, v, tv, decay, beta, T, dk, dv, out, tout, scratch);
+}
+
+void fma_rows_scalar(const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::fma(a[i], b[i], y[i]);
+}
+
 void dots_scalar(const float* q, const float* K, int64_t ldk, int64_t L, int64_t n, float* out) {
   dots_by_dot(dot_scalar, q, K, ldk, L, n, out);
 }
@@ -68,6 +78,15 @@ void weighted_sum_scalar(const float* p, const float* V, int64_t ldv, int64_t L,
 }
 
 }  // namespace
+
+void gdn_tokens_by_step(void (*gdn_step)(float*, const float*, const float*, const float*, float, float, int, int,
+                                         float*, float*),
+                        float* S, const float* q, int64_t tq, const float* k, int64_t tk, const float* v, int64_t tv,
+                        const float* decay, const float* beta, int64_t T, int dk, int dv, float* out, int64_t tout,
+                        float* scratch) {
+  for (int64_t t = 0; t < T; ++t)
+    gdn_step(S, q + t * tq, k + t * tk, v + t * tv, decay[t], beta[t], dk, dv, out + t * tout, scratch);
+}
 
 void dots_by_dot(float (*dot)(const float*, const float*, int64_t), const float* q, const float* K, int64_t ldk,
                  int64_t L, int64_t n, float* out) {
@@ -80,7 +99,8 @@ void weighted_sum_by_axpy(void (*axpy)(float, const float*, float*, int64_t), co
 }
 
 const KernelTable& scalar_kernels() {
-  static const KernelTable t{linear_scalar, dot_scalar, axpy_scalar, dots_scalar, weighted_sum_scalar, gdn_step_scalar};
+  static const KernelTable t{linear_scalar,       dot_scalar,      axpy_scalar,      dots_scalar, fma_rows_scalar,
+                             weighted_sum_scalar, gdn_step_scalar, gdn_tokens_scalar};
   return t;
 }
 

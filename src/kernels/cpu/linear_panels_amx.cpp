@@ -89,7 +89,7 @@ struct Call {
   int64_t ldy;
   const uint16_t* xb;  // M bf16 rows of kp (unscaled and FP8 block formats)
   const uint16_t* xm;  // NVFP4: per row, per 32-k chunk, [block 2c | 0] and [0 | block 2c+1] (2 x 32 bf16)
-  uint8_t* stage;      // 2 panels x kp x 32 bytes of pair rows (or the M <= 16 ring)
+  uint8_t* stage;      // 8 panels x kp x 32 bytes of pair rows (M > 16) or the M <= 16 ring
   float* cbuf;         // 2 x 4 tile images (256 floats each)
   float* acc;          // 2 panels x 16 rows x 16 floats
   int64_t x_stride() const { return p.kp * 2; }   // bytes between xb rows
@@ -298,17 +298,14 @@ void nvfp4_m1(const PanelNvfp4& f, const Call& c, const uint8_t* tiles, int64_t 
 // ---------------------------------------------------------------------------------------------
 // M > 16 (and NVFP4 with 2 <= M <= 16): two panels converted once into c.stage, then tiles of x.
 
+// Pair rows of panel pi: the panel itself for BF16, else converted into `dst`.
 template <class F>
-void stage_two(const F& f, const Call& c, int64_t pa, int64_t pb, const uint8_t** ba, const uint8_t** bb) {
-  const int64_t octets = c.p.kp / 8;
+const uint8_t* stage_panel(const F& f, const Call& c, int64_t pi, uint8_t* dst) {
   if constexpr (std::is_same_v<F, PanelBf16>) {
-    *ba = c.p.panel(pa);
-    *bb = c.p.panel(pb);
+    return c.p.panel(pi);
   } else {
-    convert_octets(f, c.p.panel(pa), 0, octets, c.stage);
-    convert_octets(f, c.p.panel(pb), 0, octets, c.stage + c.p.kp * 32);
-    *ba = c.stage;
-    *bb = c.stage + c.p.kp * 32;
+    convert_octets(f, c.p.panel(pi), 0, c.p.kp / 8, dst);
+    return dst;
   }
 }
 
@@ -410,12 +407,23 @@ void nvfp4_tiles(const Call& c, const uint8_t* ba, const uint8_t* bb, int64_t m0
   if (pb != pa) store_rows(c, c.acc + 256, mrows, m0, pb, c.p.tensor_scale);
 }
 
-// Every 16-row tile of x against panels pa, pb (converted once): full tiles, then the partial one
-// under its own tile configuration.
+// Panel pairs staged per group for the M > 16 sweep: every tile of x meets all the group's pairs
+// while its rows are in L2 (one pair at a time streamed all of x from L3 again for every pair).
+constexpr int64_t kPairsPerGroup = 4;
+
+// Every 16-row tile of x against the panel pairs starting at pa (up to kPairsPerGroup; the pairs'
+// panels converted once): full tiles first, the partial one under its own tile configuration.
 template <class F>
-void tiles_of_x(const F& f, const Call& c, int64_t pa, int64_t pb) {
-  const uint8_t *ba, *bb;
-  stage_two(f, c, pa, pb, &ba, &bb);
+void tiles_of_x(const F& f, const Call& c, int64_t pa, int64_t p1) {
+  const uint8_t* b[2 * kPairsPerGroup];
+  int64_t pan[2 * kPairsPerGroup];
+  int pairs = 0;
+  for (int64_t p = pa; p < p1 && pairs < kPairsPerGroup; p += 2, ++pairs) {
+    pan[2 * pairs] = p;
+    pan[2 * pairs + 1] = p + 1 < p1 ? p + 1 : p;  // an odd last panel runs as its own pair
+    for (int h = 0; h < 2; ++h)
+      b[2 * pairs + h] = stage_panel(f, c, pan[2 * pairs + h], c.stage + (2 * pairs + h) * c.p.kp * 32);
+  }
   const int64_t full = c.M / 16, tail = c.M % 16;
   for (int pass = 0; pass < 2; ++pass) {
     const int mrows = pass == 0 ? 16 : static_cast<int>(tail);
@@ -423,9 +431,13 @@ void tiles_of_x(const F& f, const Call& c, int64_t pa, int64_t pb) {
     if (mrows == 0 || mt0 == mt1) continue;
     configure_tiles(mrows, /*b_tiles_23=*/false);
     if constexpr (std::is_same_v<F, PanelNvfp4>) {
-      for (int64_t mt = mt0; mt < mt1; ++mt) nvfp4_tiles(c, ba, bb, 16 * mt, mrows, pa, pb);
+      for (int64_t mt = mt0; mt < mt1; ++mt)
+        for (int q = 0; q < pairs; ++q) nvfp4_tiles(c, b[2 * q], b[2 * q + 1], 16 * mt, mrows, pan[2 * q], pan[2 * q + 1]);
     } else {
-      for (int64_t mt = mt0; mt < mt1; mt += 2) big_chunks(c, ba, bb, 16 * mt, mrows, pass == 0 && mt + 1 < mt1, pa, pb);
+      for (int64_t mt = mt0; mt < mt1; mt += 2) {
+        const bool two = pass == 0 && mt + 1 < mt1;
+        for (int q = 0; q < pairs; ++q) big_chunks(c, b[2 * q], b[2 * q + 1], 16 * mt, mrows, two, pan[2 * q], pan[2 * q + 1]);
+      }
     }
   }
 }
@@ -461,13 +473,12 @@ void run(const F& f, const Call& c, int64_t p0, int64_t p1, const uint8_t* m1_ti
       return;
     }
   }
-  for (int64_t pa = p0; pa < p1; pa += 2) {
-    const int64_t pb = pa + 1 < p1 ? pa + 1 : pa;  // an odd last panel runs as its own pair
-    if (!small) {
-      tiles_of_x(f, c, pa, pb);
-    } else if constexpr (!std::is_same_v<F, PanelNvfp4>) {
-      small_m_chunks(f, c, pa, pb);
-    }
+  if (!small) {
+    for (int64_t pa = p0; pa < p1; pa += 2 * kPairsPerGroup) tiles_of_x(f, c, pa, p1);
+    return;
+  }
+  if constexpr (!std::is_same_v<F, PanelNvfp4>) {
+    for (int64_t pa = p0; pa < p1; pa += 2) small_m_chunks(f, c, pa, pa + 1 < p1 ? pa + 1 : pa);
   }
 }
 
@@ -494,7 +505,7 @@ void linear_panels_amx(const float* x, int64_t M, int64_t ldx, const PackedWeigh
     prepare_nvfp4_x(xb, M, kp, xm, m1_tiles);
   }
   uint8_t* stage = base;
-  auto* cbuf = reinterpret_cast<float*>(stage + 2 * kp * 32);
+  auto* cbuf = reinterpret_cast<float*>(stage + 2 * kPairsPerGroup * kp * 32);
   const Call c{p, M, y, ldy, xb, xm, stage, cbuf, cbuf + 2048};
   switch (p.format) {
     case WeightFormat::kBf16: run(PanelBf16{}, c, p0, p1, nullptr); break;
