@@ -28,8 +28,22 @@ void check_weights(const MoeWeights& w) {
 }
 
 // In place on g (becomes h): g, u rows of I values; h = bf16(bf16(silu(bf16(g))) * bf16(u)).
+// Elementwise, split over the threads.
 void swiglu_bf16(float* g, const float* u, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) g[i] = round_bf16(round_bf16(silu(round_bf16(g[i]))) * round_bf16(u[i]));
+  cpu::parallel_for(n, 4096, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) g[i] = round_bf16(round_bf16(silu(round_bf16(g[i]))) * round_bf16(u[i]));
+  });
+}
+
+// The block's per-step buffers, reused across calls by the calling thread (grow-only): at prefill
+// they are tens of MB, and fresh vectors were fresh mmaps that the kernel page-faulted and zeroed
+// at every layer. Contents are not kept: every user writes before reading.
+enum Buf { kXf, kLogits, kRw, kXg, kG, kU, kSg, kSu, kSgate, kD, kSd, kBufs };
+float* scratch(Buf b, int64_t n) {
+  thread_local std::vector<float> bufs[kBufs];
+  std::vector<float>& v = bufs[b];
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
 }
 
 }  // namespace
@@ -89,50 +103,55 @@ void moe_block(const uint16_t* x, int64_t T, const MoeWeights& w, uint16_t* out,
   const int64_t I = w.experts[0].gate.n;
   const int64_t R = T * K;  // routed rows
 
-  std::vector<float> xf(T * H);
-  bf16_to_f32(x, xf.data(), T * H);
+  float* xf = scratch(kXf, T * H);
+  bf16_to_f32(x, xf, T * H);
 
   // Router.
-  std::vector<float> logits(T * E);
-  linear(xf.data(), T, w.router, logits.data(), isa);
-  round_bf16_inplace(logits.data(), T * E);
+  float* logits = scratch(kLogits, T * E);
+  linear(xf, T, w.router, logits, isa);
+  round_bf16_inplace(logits, T * E);
   std::vector<int32_t> idx(R);
-  std::vector<float> rw(R);
-  moe_route(logits.data(), T, E, K, idx.data(), rw.data());
+  float* rw = scratch(kRw, R);
+  moe_route(logits, T, E, K, idx.data(), rw);
   const ExpertGroups groups = group_by_expert(idx.data(), T, K, E);
 
   // Grouped activations (expert order), then gate/up for all experts and the shared expert at once.
-  std::vector<float> xg(R * H);
-  for (int64_t r = 0; r < R; ++r)
-    std::copy(xf.begin() + groups.token[r] * H, xf.begin() + (groups.token[r] + 1) * H, xg.begin() + r * H);
-  std::vector<float> g(R * I), u(R * I);
+  float* xg = scratch(kXg, R * H);
+  cpu::parallel_for(R, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) std::copy_n(xf + groups.token[r] * H, H, xg + r * H);
+  });
+  float* g = scratch(kG, R * I);
+  float* u = scratch(kU, R * I);
   const int64_t Is = w.has_shared ? w.shared.gate.n : 0;
-  std::vector<float> sg(T * Is), su(T * Is), sgate(T);
+  float* sg = scratch(kSg, T * Is);
+  float* su = scratch(kSu, T * Is);
+  float* sgate = scratch(kSgate, T);
   std::vector<LinearJob> jobs;
   for (int e = 0; e < E; ++e) {
     const int64_t r0 = groups.offsets[e], n = groups.offsets[e + 1] - r0;
     if (n == 0) continue;
-    jobs.push_back({xg.data() + r0 * H, n, H, w.experts[e].gate, g.data() + r0 * I, I});
-    jobs.push_back({xg.data() + r0 * H, n, H, w.experts[e].up, u.data() + r0 * I, I});
+    jobs.push_back({xg + r0 * H, n, H, w.experts[e].gate, g + r0 * I, I});
+    jobs.push_back({xg + r0 * H, n, H, w.experts[e].up, u + r0 * I, I});
   }
   if (w.has_shared) {
-    jobs.push_back({xf.data(), T, H, w.shared.gate, sg.data(), Is});
-    jobs.push_back({xf.data(), T, H, w.shared.up, su.data(), Is});
-    jobs.push_back({xf.data(), T, H, w.shared_gate, sgate.data(), 1});
+    jobs.push_back({xf, T, H, w.shared.gate, sg, Is});
+    jobs.push_back({xf, T, H, w.shared.up, su, Is});
+    jobs.push_back({xf, T, H, w.shared_gate, sgate, 1});
   }
   linear_batch(jobs, isa);
-  swiglu_bf16(g.data(), u.data(), R * I);
-  if (w.has_shared) swiglu_bf16(sg.data(), su.data(), T * Is);
+  swiglu_bf16(g, u, R * I);
+  if (w.has_shared) swiglu_bf16(sg, su, T * Is);
 
   // Down projections.
-  std::vector<float> d(R * H), sd(w.has_shared ? T * H : 0);
+  float* d = scratch(kD, R * H);
+  float* sd = w.has_shared ? scratch(kSd, T * H) : nullptr;
   jobs.clear();
   for (int e = 0; e < E; ++e) {
     const int64_t r0 = groups.offsets[e], n = groups.offsets[e + 1] - r0;
     if (n == 0) continue;
-    jobs.push_back({g.data() + r0 * I, n, I, w.experts[e].down, d.data() + r0 * H, H});
+    jobs.push_back({g + r0 * I, n, I, w.experts[e].down, d + r0 * H, H});
   }
-  if (w.has_shared) jobs.push_back({sg.data(), T, Is, w.shared.down, sd.data(), H});
+  if (w.has_shared) jobs.push_back({sg, T, Is, w.shared.down, sd, H});
   linear_batch(jobs, isa);
 
   // Where each (token, slot) landed in the grouped order; combine in ascending expert id (HF's
@@ -148,7 +167,7 @@ void moe_block(const uint16_t* x, int64_t T, const MoeWeights& w, uint16_t* out,
         std::sort(slots.begin(), slots.end(), [&](int a, int b) { return idx[t * K + a] < idx[t * K + b]; });
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int s : slots) {
-        const float* dr = d.data() + static_cast<int64_t>(row_of[t * K + s]) * H;
+        const float* dr = d + static_cast<int64_t>(row_of[t * K + s]) * H;
         const float wt = rw[t * K + s];
         if (combine == MoeCombine::kFp32Sum) {
           for (int64_t i = 0; i < H; ++i) acc[i] = acc[i] + round_bf16(round_bf16(dr[i]) * wt);
