@@ -409,24 +409,30 @@ void weighted_sum_avx512(const float* p, const float* V, int64_t ldv, int64_t L,
   }
 }
 
-void gdn_step_avx512(float* S, const float* q, const float* k, const float* v, float decay, float beta, int dk,
-                     int dv, float* out, float* kvm) {
-  if (dv != 128) {  // the model's head size; other sizes take the reference path
-    scalar_kernels().gdn_step(S, q, k, v, decay, beta, dk, dv, out, kvm);
-    return;
-  }
+// The first half of a delta-rule step for dv = 128: S = S * decay row by row, kvm = sum_i S[i] k[i]
+// (fma chain over i from +0).
+inline void decay_and_project(float* S, const float* k, float decay, int dk, __m512 kvm[8]) {
   const __m512 vdecay = _mm512_set1_ps(decay);
-  __m512 acc[8];
-  for (int j = 0; j < 8; ++j) acc[j] = _mm512_setzero_ps();
+  for (int j = 0; j < 8; ++j) kvm[j] = _mm512_setzero_ps();
   for (int i = 0; i < dk; ++i) {
     float* row = S + static_cast<int64_t>(i) * 128;
     const __m512 ki = _mm512_set1_ps(k[i]);
     for (int j = 0; j < 8; ++j) {
       const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(row + 16 * j), vdecay);
       _mm512_storeu_ps(row + 16 * j, s);
-      acc[j] = _mm512_fmadd_ps(s, ki, acc[j]);
+      kvm[j] = _mm512_fmadd_ps(s, ki, kvm[j]);
     }
   }
+}
+
+void gdn_step_avx512(float* S, const float* q, const float* k, const float* v, float decay, float beta, int dk,
+                     int dv, float* out, float* kvm) {
+  if (dv != 128) {  // the model's head size; other sizes take the reference path
+    scalar_kernels().gdn_step(S, q, k, v, decay, beta, dk, dv, out, kvm);
+    return;
+  }
+  __m512 acc[8];
+  decay_and_project(S, k, decay, dk, acc);
   const __m512 vbeta = _mm512_set1_ps(beta);
   __m512 d[8];
   for (int j = 0; j < 8; ++j) {
@@ -458,19 +464,7 @@ void gdn_tokens_avx512(float* S, const float* q, int64_t tq, const float* k, int
     return;
   }
   __m512 kvm[8];  // sum_i S[i] k_t[i] for the token whose delta comes next
-  for (int j = 0; j < 8; ++j) kvm[j] = _mm512_setzero_ps();
-  {  // token 0's decay and k-projection alone
-    const __m512 vdecay = _mm512_set1_ps(decay[0]);
-    for (int i = 0; i < dk; ++i) {
-      float* row = S + static_cast<int64_t>(i) * 128;
-      const __m512 ki = _mm512_set1_ps(k[i]);
-      for (int j = 0; j < 8; ++j) {
-        const __m512 s = _mm512_mul_ps(_mm512_loadu_ps(row + 16 * j), vdecay);
-        _mm512_storeu_ps(row + 16 * j, s);
-        kvm[j] = _mm512_fmadd_ps(s, ki, kvm[j]);
-      }
-    }
-  }
+  decay_and_project(S, k, decay[0], dk, kvm);  // token 0's decay and k-projection alone
   for (int64_t t = 0; t < T; ++t) {
     const float* kt = k + t * tk;
     const float* qt = q + t * tq;

@@ -22,12 +22,13 @@
 // flushes all 16. Each element sees the same inputs as in the per-block form, plus multiplies by
 // exact zeros, so the bits are the same (tested).
 //
-// Tiles: tmm0-3 accumulators (16 fp32 columns), tmm4-5 x (A), tmm6-7 and in the M <= 16 paths
+// Tiles: tmm0-3 accumulators (16 fp32 columns), tmm4-5 x (A), tmm6-7 and in the small-M paths
 // tmm2-3 weights (B: pair rows of 16 x 2 bf16, i.e. converted panel bytes). B comes from the panel
-// itself for BF16, else from pair rows converted into scratch (panel_convert.h): for M <= 16 a chunk
-// at a time, two chunks ahead of its use (a tile load cannot read the store buffer and would wait for
-// the conversion's stores to commit), alternating tile sets (tile registers are not renamed); for
-// M > 16 two whole panels once, then every 16-row tile of x against them.
+// itself for BF16, else from pair rows converted into scratch (panel_convert.h). Small M (<= 16;
+// NVFP4: M = 1) converts a chunk at a time, two chunks ahead of its tile loads, with even and odd
+// chunks on different tile sets so that a load need not wait for the previous multiply to finish
+// reading its tile; larger M (NVFP4: M >= 2) converts four panel pairs once and sweeps every
+// 16-row tile of x over them while the tile's rows are in L2.
 #include <immintrin.h>
 
 #include <algorithm>
