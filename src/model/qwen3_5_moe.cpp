@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
 #include <stdexcept>
+#include <utility>
 #include <string>
 
 #include "kernels/activation.h"
@@ -20,6 +22,18 @@ void project(const uint16_t* x, int64_t T, const kernels::WeightView& w, uint16_
   scratch.resize(static_cast<size_t>(T * w.n));
   kernels::linear_bf16(x, T, w, scratch.data());
   kernels::f32_to_bf16(scratch.data(), out, T * w.n);
+}
+
+// Several projections of the same bf16 x in ONE parallel region (linear_batch spreads all their
+// rows over the threads together): outs[i] = x @ W_i^T in fp32, the values linear_bf16 gives.
+void project_fp32(const uint16_t* x, int64_t T, std::initializer_list<std::pair<const kernels::WeightView*, float*>> outs) {
+  const int64_t K = outs.begin()->first->k;
+  thread_local std::vector<float> xf;
+  xf.resize(static_cast<size_t>(T * K));
+  kernels::bf16_to_f32(x, xf.data(), T * K);
+  std::vector<kernels::LinearJob> jobs;
+  for (const auto& [w, y] : outs) jobs.push_back({xf.data(), T, K, *w, y, w->n});
+  kernels::linear_batch(jobs);
 }
 
 // x = bf16(x + y): HF's bf16 residual add.
@@ -53,13 +67,14 @@ void gated_deltanet(const GatedDeltaNetWeights& g, const kernels::GdnDims& d, do
   std::vector<float> scratch;
   Bf16 qkv_raw(static_cast<size_t>(T * C)), qkv(static_cast<size_t>(T * C)), z(static_cast<size_t>(T * Vd));
   Bf16 core(static_cast<size_t>(T * Vd)), normed(static_cast<size_t>(T * Vd));
-  project(h, T, g.in_proj_qkv, qkv_raw.data(), scratch);
-  project(h, T, g.in_proj_z, z.data(), scratch);
-  // b and a: bf16 projections, handed to the gating as floats holding bf16 values.
+  // The four input projections at once; b and a are handed to the gating as floats holding bf16 values.
+  std::vector<float> fqkv(static_cast<size_t>(T * C)), fz(static_cast<size_t>(T * Vd));
   std::vector<float> a(static_cast<size_t>(T * Hv)), b(static_cast<size_t>(T * Hv));
-  kernels::linear_bf16(h, T, g.in_proj_b, b.data());
+  project_fp32(h, T, {{&g.in_proj_qkv, fqkv.data()}, {&g.in_proj_z, fz.data()}, {&g.in_proj_b, b.data()},
+                      {&g.in_proj_a, a.data()}});
+  kernels::f32_to_bf16(fqkv.data(), qkv_raw.data(), T * C);
+  kernels::f32_to_bf16(fz.data(), z.data(), T * Vd);
   kernels::round_bf16_inplace(b.data(), T * Hv);
-  kernels::linear_bf16(h, T, g.in_proj_a, a.data());
   kernels::round_bf16_inplace(a.data(), T * Hv);
   std::vector<float> gate(static_cast<size_t>(T * Hv)), beta(static_cast<size_t>(T * Hv));
   kernels::gdn_gating(a.data(), b.data(), g.a_log.data(), g.dt_bias.data(), T, Hv, gate.data(), beta.data());
@@ -99,7 +114,13 @@ void gated_attention(const GatedAttentionWeights& w, const ModelConfig& c, const
   std::vector<float> scratch;
   Bf16 qg(static_cast<size_t>(T * Hq * 2 * D)), q(static_cast<size_t>(T * Hq * D)), gate(q.size());
   Bf16 k(static_cast<size_t>(T * Hkv * D)), v(k.size()), attn(q.size());
-  project(h, T, w.q_proj, qg.data(), scratch);
+  {
+    std::vector<float> fq(static_cast<size_t>(T * w.q_proj.n)), fk(static_cast<size_t>(T * w.k_proj.n)), fv(fk.size());
+    project_fp32(h, T, {{&w.q_proj, fq.data()}, {&w.k_proj, fk.data()}, {&w.v_proj, fv.data()}});
+    kernels::f32_to_bf16(fq.data(), qg.data(), T * w.q_proj.n);
+    kernels::f32_to_bf16(fk.data(), k.data(), T * w.k_proj.n);
+    kernels::f32_to_bf16(fv.data(), v.data(), T * w.v_proj.n);
+  }
   // q_proj rows are per head [q (D) | gate (D)] (HF: view(..., -1, 2D) then chunk).
   for (int64_t t = 0; t < T; ++t)
     for (int64_t hh = 0; hh < Hq; ++hh) {
@@ -107,8 +128,6 @@ void gated_attention(const GatedAttentionWeights& w, const ModelConfig& c, const
       std::copy(src, src + D, q.data() + (t * Hq + hh) * D);
       std::copy(src + D, src + 2 * D, gate.data() + (t * Hq + hh) * D);
     }
-  project(h, T, w.k_proj, k.data(), scratch);
-  project(h, T, w.v_proj, v.data(), scratch);
   const float eps = static_cast<float>(c.rms_norm_eps);
   kernels::rmsnorm_1p(q.data(), T * Hq, D, w.q_norm.data(), eps, q.data());
   kernels::rmsnorm_1p(k.data(), T * Hkv, D, w.k_norm.data(), eps, k.data());
