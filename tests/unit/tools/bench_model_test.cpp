@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,8 @@
 #include <string>
 
 #include "checkpoint/tensor_plan.h"
+#include "kernels/cpu/cpu_features.h"
+#include "tools/bench/roofline.h"
 #include "checkpoint/weight_loader.h"
 #include "cli_test_util.h"
 #include "tools/bench/active_bytes.h"
@@ -149,6 +152,16 @@ TEST(BenchModelCli, RefusesANonPositiveBatchSize) {
   const auto r = run_fp4serve("bench model --model " + kModels + "tiny-nvfp4 --batch 0 --bandwidth-buffer-mib 8");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("--batch sizes must be positive"));
+}
+
+// The roofline's default buffer: 4x the last-level cache, at least 1 GiB (a buffer only twice a
+// large L3 is partly served by it). Huge-page backed and readable.
+TEST(BenchModel, DefaultBandwidthBufferIsFourTimesTheLastLevelCache) {
+  const uint64_t llc = static_cast<uint64_t>(kernels::cpu::last_level_cache_bytes());
+  EXPECT_EQ(tools::bench::default_bandwidth_buffer_bytes(), std::max<uint64_t>(uint64_t{1} << 30, 4 * llc));
+  const tools::bench::ReadBuffer buf(uint64_t{8} << 20);
+  EXPECT_EQ(buf.words(), (int64_t{8} << 20) / 8);
+  EXPECT_EQ(tools::bench::parallel_sum_words(buf.data(), 4), 0u + 1u + 2u + 3u);  // first touch wrote w -> w
 }
 
 }  // namespace
