@@ -306,6 +306,16 @@ SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
   return *this;
 }
 
+bool SafetensorsFile::release_pages(std::span<const std::byte> range) const {
+  if (base_ == nullptr || range.empty() || range.data() < base_ || range.data() + range.size() > base_ + size_)
+    return false;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(range.data()) + page - 1) / page * page;  // whole pages only:
+  const auto end = (reinterpret_cast<uintptr_t>(range.data()) + range.size()) / page * page;  // neighbours stay
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  return true;
+}
+
 void SafetensorsFile::unmap() noexcept {
   if (base_ != nullptr) ::munmap(const_cast<std::byte*>(base_), size_);
   base_ = nullptr;

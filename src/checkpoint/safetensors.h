@@ -102,6 +102,12 @@ class SafetensorsFile {
     return as<T>(info(name));
   }
 
+  // Drops the whole pages of `range` from this process (madvise DONTNEED) when the range lies in this
+  // file's mapping, returning whether it did. The mapping is read-only and never written, so a later
+  // read faults the same bytes back in from the page cache: for data that was copied elsewhere
+  // (packed weights) and is no longer read, so that resident memory counts it once.
+  bool release_pages(std::span<const std::byte> range) const;
+
  private:
   void check_typed_access(const TensorInfo& t, size_t elem_size, size_t elem_align) const;
   void unmap() noexcept;

@@ -178,4 +178,10 @@ std::span<const std::byte> ShardedCheckpoint::bytes(std::string_view name) const
   return e.file->bytes(*e.info);
 }
 
+bool ShardedCheckpoint::release_pages(std::span<const std::byte> range) const {
+  for (const auto& f : files_)
+    if (f->release_pages(range)) return true;
+  return false;
+}
+
 }  // namespace fp4serve

@@ -50,6 +50,8 @@ class ShardedCheckpoint {
   // Throws CheckpointError naming the directory when absent.
   Entry at(std::string_view name) const;
   std::span<const std::byte> bytes(std::string_view name) const;
+  // SafetensorsFile::release_pages on the file whose mapping holds `range` (false: none does).
+  bool release_pages(std::span<const std::byte> range) const;
 
   // Tensors present in a shard but not named by the index's weight_map. They are not visible
   // through find(); the loader may warn about them.

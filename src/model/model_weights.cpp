@@ -1,6 +1,8 @@
 #include "model/model_weights.h"
 
 #include <chrono>
+#include <cstddef>
+#include <span>
 #include <cstring>
 #include <unordered_map>
 
@@ -52,6 +54,21 @@ const uint16_t* as_bf16(const LoadedCheckpoint& ck, const std::string& name, std
   return buf->data();
 }
 
+// The checkpoint bytes a linear's view reads (its data and, for the scaled formats, its scales).
+std::vector<std::span<const std::byte>> source_bytes(const WeightView& v) {
+  auto span = [](const void* p, int64_t n) {
+    return std::span<const std::byte>(static_cast<const std::byte*>(p), static_cast<size_t>(n));
+  };
+  switch (v.format) {
+    case kernels::WeightFormat::kBf16: return {span(v.data, v.n * v.ld * 2)};
+    case kernels::WeightFormat::kFp8Tensor: return {span(v.data, v.n * v.ld)};
+    case kernels::WeightFormat::kFp8Block:
+      return {span(v.data, v.n * v.ld), span(v.scales, (v.n + 127) / 128 * v.scale_ld * (v.scales_bf16 ? 2 : 4))};
+    case kernels::WeightFormat::kNvfp4: return {span(v.data, v.n * v.ld / 2), span(v.scales, v.n * v.scale_ld)};
+    default: return {};
+  }
+}
+
 class Binder {
  public:
   Binder(const LoadedCheckpoint& ck, ModelWeights& w)
@@ -60,8 +77,11 @@ class Binder {
   }
 
   // The view with its panels attached when the CPU tier runs panel kernels (packed_weight.h: one
-  // copy in the kernels' order, made once here; the checkpoint's mmap is not read again for it).
-  WeightView packed(WeightView v) {
+  // copy in the kernels' order, made once here). The checkpoint's pages of the weight are then
+  // dropped from the process (still readable: they fault back from the page cache, e.g. if a test
+  // switches to a tier that reads the plain view), so resident memory holds the weights once;
+  // `release` false keeps them (the tied lm_head: the embedding lookup reads the same bytes).
+  WeightView packed(WeightView v, bool release = true) {
     if (!pack_ || !kernels::packable(v)) return v;
     if (!w_.panel_arena) w_.panel_arena = std::make_shared<kernels::PanelArena>();
     const auto t0 = std::chrono::steady_clock::now();
@@ -71,6 +91,8 @@ class Binder {
     w_.packed_bytes += p->size_bytes();
     ++w_.packed_linears;
     w_.owned.push_back(std::move(p));
+    if (release)
+      for (const auto& range : source_bytes(v)) ck_.files().release_pages(range);
     return v;
   }
 
@@ -218,7 +240,7 @@ ModelWeights bind_model_weights(const LoadedCheckpoint& ck) {
   }
   w.final_norm = bf16_values(ck, c.tensor_prefix + "norm.weight");
   w.lm_head = c.tie_word_embeddings
-                  ? b.packed(kernels::bf16_weight(w.embed_tokens, c.vocab_size, c.hidden_size, "embed_tokens"))
+                  ? b.packed(kernels::bf16_weight(w.embed_tokens, c.vocab_size, c.hidden_size, "embed_tokens"), false)
                   : b.linear("lm_head");
   w.gdn_dims.Hk = static_cast<int>(c.linear_num_key_heads);
   w.gdn_dims.Hv = static_cast<int>(c.linear_num_value_heads);

@@ -258,5 +258,25 @@ TEST(SafetensorsWriterErrors, FailedFillLeavesNoFile) {
   EXPECT_FALSE(std::filesystem::exists(dir / "f.safetensors.tmp"));
 }
 
+// Pages of a tensor copied elsewhere can be dropped from the process: the bytes read back the same
+// afterwards (faulted in again from the page cache), and a range outside the mapping is refused.
+TEST(SafetensorsRoundTrip, ReleasedPagesReadBackTheSameBytes) {
+  TempDir dir;
+  SafetensorsWriter w;
+  const auto big = pattern_bytes(3 << 20, 5), small = pattern_bytes(100, 6);
+  w.add("big", DType::kU8, {3 << 20}, big);
+  w.add("small", DType::kU8, {100}, small);
+  const auto path = dir / "r.safetensors";
+  w.write(path);
+  SafetensorsFile f(path);
+  ASSERT_TRUE(f.release_pages(f.bytes("big")));
+  ASSERT_TRUE(f.release_pages(f.bytes("small")));  // less than a page: nothing dropped, still true
+  EXPECT_EQ(std::memcmp(f.bytes("big").data(), big.data(), big.size()), 0);
+  EXPECT_EQ(std::memcmp(f.bytes("small").data(), small.data(), small.size()), 0);
+  const std::vector<std::byte> elsewhere(64);
+  EXPECT_FALSE(f.release_pages(elsewhere));
+  EXPECT_FALSE(f.release_pages({}));
+}
+
 }  // namespace
 }  // namespace fp4serve
