@@ -59,6 +59,7 @@ struct WeightStack {
   std::vector<uint8_t> data, scales;
   std::vector<float> block_scales;  // kFp8Block: [ceil(n/128), ceil(k/128)] per weight
   mutable std::vector<std::unique_ptr<kernels::PackedWeight>> packed_;  // view_for's panels
+  mutable std::vector<WeightView> bound_;                               // and the views over them
 
   WeightStack(WeightFormat f, int64_t count_, int64_t n_, int64_t k_) : format(f), count(count_), n(n_), k(k_) {
     uint32_t s = 12345u + static_cast<uint32_t>(n * 31 + k);
@@ -107,9 +108,9 @@ struct WeightStack {
   // view(i) as the model binds it for `isa` (packed_weight.h panels on the panel tiers; packed once).
   WeightView view_for(int64_t i, kernels::cpu::Isa isa) const {
     if (kernels::cpu::kernel_table(isa).linear_packed == nullptr) return view(i);
-    if (packed_.empty())
-      for (int64_t j = 0; j < count; ++j) packed_.push_back(std::make_unique<kernels::PackedWeight>(kernels::pack_weight(view(j))));
-    return kernels::with_packed(view(i), *packed_[static_cast<size_t>(i % count)]);
+    if (bound_.empty())
+      for (int64_t j = 0; j < count; ++j) bound_.push_back(bind_for(view(j), isa, packed_));
+    return bound_[static_cast<size_t>(i % count)];
   }
 
   WeightView view(int64_t i) const {

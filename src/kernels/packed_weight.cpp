@@ -142,20 +142,43 @@ void pack_panel(const WeightView& w, const PackedWeight& p, int64_t pi, uint8_t*
   pack_panel_reference(w, p, pi, dst);
 }
 
-// Panel storage: 64-byte aligned; large buffers get their own mapping with transparent huge pages
-// (a 4 KB page fault per 4 KB of packed weights made the kernel's page zeroing a third of load time).
+// An anonymous mapping with transparent huge pages (advice: fine if the kernel has THP off). A 4 KB
+// page fault per 4 KB of packed weights made the kernel's page zeroing a third of load time.
+uint8_t* map_huge(size_t bytes) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  madvise(p, bytes, MADV_HUGEPAGE);
+  return static_cast<uint8_t*>(p);
+}
+
+// Storage of one packed weight outside an arena: 64-byte aligned; large ones get their own mapping.
 constexpr size_t kHugeThreshold = size_t{4} << 20;
 
 uint8_t* allocate_panels(size_t bytes) {
-  if (bytes >= kHugeThreshold) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    madvise(p, bytes, MADV_HUGEPAGE);  // advice: fine if the kernel has THP off
-    return static_cast<uint8_t*>(p);
-  }
+  if (bytes >= kHugeThreshold) return map_huge(bytes);
   void* p = std::aligned_alloc(64, static_cast<size_t>(round_up(static_cast<int64_t>(bytes), 64)));
   if (p == nullptr) throw std::bad_alloc();
   return static_cast<uint8_t*>(p);
+}
+
+// The shape fields of w's panels (no storage): the layout's padding rules of packed_weight.h.
+PackedWeight panel_shape(const WeightView& w) {
+  PackedWeight p;
+  p.format = w.format;
+  p.n = w.n;
+  p.k = w.k;
+  // FP8 block panels end on a whole 128-k scale block (the kernels run blocks without tails).
+  p.kp = round_up(w.k, w.format == WeightFormat::kFp8Block ? 128 : kPanelKAlign);
+  p.panels = (w.n + kPanelRows - 1) / kPanelRows;
+  p.tensor_scale = w.tensor_scale;
+  switch (w.format) {
+    case WeightFormat::kBf16: p.panel_bytes = p.kp * 32; break;
+    case WeightFormat::kFp8Tensor:
+    case WeightFormat::kFp8Block: p.panel_bytes = p.kp * 16; break;
+    case WeightFormat::kNvfp4: p.panel_bytes = p.kp / 64 * 576; break;
+    default: break;
+  }
+  return p;
 }
 
 }  // namespace
@@ -169,10 +192,7 @@ uint8_t* PanelArena::allocate(size_t bytes) {
   bytes = static_cast<size_t>(round_up(static_cast<int64_t>(bytes), 64));
   if (maps_.empty() || used_ + bytes > maps_.back().size) {
     const size_t size = std::max(kChunk, static_cast<size_t>(round_up(static_cast<int64_t>(bytes), int64_t{2} << 20)));
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();
-    madvise(p, size, MADV_HUGEPAGE);  // advice: fine if the kernel has THP off
-    maps_.push_back({static_cast<uint8_t*>(p), size});
+    maps_.push_back({map_huge(size), size});
     mapped_ += size;
     used_ = 0;
   }
@@ -206,21 +226,7 @@ PackedWeight pack_weight(const WeightView& w, PanelArena* arena) {
   if (!packable(w))
     throw WeightLayoutError(std::string("pack_weight: the panel layout does not take ") + weight_format_name(w.format) +
                             " weights");
-  PackedWeight p;
-  p.format = w.format;
-  p.n = w.n;
-  p.k = w.k;
-  // FP8 block panels end on a whole 128-k scale block (the kernels run blocks without tails).
-  p.kp = round_up(w.k, w.format == WeightFormat::kFp8Block ? 128 : kPanelKAlign);
-  p.panels = (w.n + kPanelRows - 1) / kPanelRows;
-  p.tensor_scale = w.tensor_scale;
-  switch (w.format) {
-    case WeightFormat::kBf16: p.panel_bytes = p.kp * 32; break;
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block: p.panel_bytes = p.kp * 16; break;
-    case WeightFormat::kNvfp4: p.panel_bytes = p.kp / 64 * 576; break;
-    default: break;
-  }
+  PackedWeight p = panel_shape(w);
   const size_t total = static_cast<size_t>(p.panels * p.panel_bytes);
   if (arena != nullptr)
     p.bytes_ = std::unique_ptr<uint8_t, PanelStorageFree>(arena->allocate(total), PanelStorageFree{0});
@@ -256,18 +262,8 @@ PackedWeight pack_weight(const WeightView& w, PanelArena* arena) {
 }
 
 std::vector<uint8_t> pack_panel_for_test(const WeightView& w, int64_t panel, bool reference) {
-  const PackedWeight shape = [&] {
-    PackedWeight q;
-    q.format = w.format;
-    q.n = w.n;
-    q.k = w.k;
-    q.kp = round_up(w.k, w.format == WeightFormat::kFp8Block ? 128 : kPanelKAlign);
-    return q;
-  }();
-  const int64_t bytes = w.format == WeightFormat::kBf16 ? shape.kp * 32
-                        : w.format == WeightFormat::kNvfp4 ? shape.kp / 64 * 576
-                                                           : shape.kp * 16;
-  std::vector<uint8_t> out(static_cast<size_t>(bytes));
+  const PackedWeight shape = panel_shape(w);
+  std::vector<uint8_t> out(static_cast<size_t>(shape.panel_bytes));
   pack_panel(w, shape, panel, out.data(), reference);
   return out;
 }

@@ -113,7 +113,7 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
   }
   const bool eager = math == AttentionMath::kHfEager;
   cpu::parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t i0, int64_t i1) {
-    std::vector<float> qf, kbuf, vbuf, acc, scores;
+    std::vector<float> qf, kbuf, vbuf, acc, scores, sums;
     for (int64_t it = i0; it < i1; ++it) {
       const Item& item = items[static_cast<size_t>(it)];
       const AttentionSeq& s = seqs[item.seq];
@@ -129,6 +129,7 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
       qf.resize(static_cast<size_t>(Q * D));
       scores.resize(static_cast<size_t>(Q * L_max));
       acc.assign(static_cast<size_t>(Q * D), 0.0f);
+      sums.resize(static_cast<size_t>(Q));  // each query's softmax denominator l
       auto keys_of = [&](int64_t r) { return s.pos0 + item.t0 + r / group + 1; };  // causal: keys 0 .. pos0 + t
       for (int64_t r = 0; r < Q; ++r) {
         const int64_t t = item.t0 + r / group;
@@ -159,7 +160,7 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
         const float inv_l = 1.0f / l;
         if (eager)
           for (int64_t j = 0; j < L; ++j) sc[j] = round_bf16(sc[j] * inv_l);
-        qf[static_cast<size_t>(r * D)] = l;  // q is no longer needed: keep l for the kFp32 division
+        sums[static_cast<size_t>(r)] = l;
       }
       for (int64_t j0 = 0; j0 < L_max; j0 += kKeysPerBlock)
         for (int64_t r = 0; r < Q; ++r) {
@@ -169,7 +170,7 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
       for (int64_t r = 0; r < Q; ++r) {
         const int64_t t = item.t0 + r / group;
         const int h = item.kvh * group + static_cast<int>(r % group);
-        const float l = qf[static_cast<size_t>(r * D)];
+        const float l = sums[static_cast<size_t>(r)];
         const uint16_t* gate = s.gate + (t * Hq + h) * D;
         uint16_t* out = s.out + (t * Hq + h) * D;
         const float* a = acc.data() + r * D;

@@ -137,12 +137,15 @@ FP4SERVE_INLINE void prefetch_chunk(const uint8_t* panel, int64_t kc) {
   }
 }
 
+// Chunk kc of panels A, B into ring slot (step & 3) (step: the chunk's place in the pipeline;
+// kc itself where one pair runs alone).
 template <class F>
-FP4SERVE_INLINE void ring_convert(const F& f, const Call& c, const uint8_t* A, const uint8_t* B, int64_t kc) {
+FP4SERVE_INLINE void ring_convert(const F& f, const Call& c, const uint8_t* A, const uint8_t* B, int64_t kc,
+                                  int64_t step) {
   prefetch_chunk<F>(A, kc);
   prefetch_chunk<F>(B, kc);
   if constexpr (!std::is_same_v<F, PanelBf16>) {
-    uint8_t* slot = c.stage + (kc & 3) * 2048;
+    uint8_t* slot = c.stage + (step & 3) * 2048;
     convert_octets(f, A, 4 * kc, 4, slot);
     convert_octets(f, B, 4 * kc, 4, slot + 1024);
   }
@@ -181,11 +184,11 @@ void small_m_chunks(const F& f, const Call& c, int64_t pa, int64_t pb) {
   const float* sa = block ? c.p.block_scales.data() + pa * nb : nullptr;
   const float* sb = block ? c.p.block_scales.data() + pb * nb : nullptr;
   if (block) zero_floats(c.acc, 512);
-  for (int64_t kc = 0; kc < kAhead && kc < chunks; ++kc) ring_convert(f, c, A, B, kc);
+  for (int64_t kc = 0; kc < kAhead && kc < chunks; ++kc) ring_convert(f, c, A, B, kc, kc);
   _tile_zero(0);
   _tile_zero(1);
   for (int64_t kc = 0; kc < chunks; ++kc) {
-    if (kc + kAhead < chunks) ring_convert(f, c, A, B, kc + kAhead);
+    if (kc + kAhead < chunks) ring_convert(f, c, A, B, kc + kAhead, kc + kAhead);
     ring_chunk<F>(c, A, B, kc);
     if (block && (kc % 4 == 3 || kc + 1 == chunks)) {  // end of a 128-k block: acc = fma(C, scale, acc)
       _tile_stored(0, c.cbuf, 64);
@@ -228,14 +231,8 @@ void nvfp4_m1(const PanelNvfp4& f, const Call& c, const uint8_t* tiles, int64_t 
   auto panel_a = [&](int64_t pair) { return p0 + 2 * pair; };
   auto panel_b = [&](int64_t pair) { return std::min(p0 + 2 * pair + 1, p1 - 1); };
   auto convert_step = [&](int64_t step) {
-    const int64_t pair = step / chunks, kc = step % chunks;
-    uint8_t* slot = c.stage + (step & 3) * 2048;
-    const uint8_t* A = c.p.panel(panel_a(pair));
-    const uint8_t* B = c.p.panel(panel_b(pair));
-    prefetch_chunk<PanelNvfp4>(A, kc);
-    prefetch_chunk<PanelNvfp4>(B, kc);
-    convert_octets(f, A, 4 * kc, 4, slot);
-    convert_octets(f, B, 4 * kc, 4, slot + 1024);
+    const int64_t pair = step / chunks;
+    ring_convert(f, c, c.p.panel(panel_a(pair)), c.p.panel(panel_b(pair)), step % chunks, step);
   };
   __m512 acc_a = _mm512_setzero_ps(), acc_b = _mm512_setzero_ps();
   int64_t acc_pair = 0;  // the pair acc_a / acc_b belong to
