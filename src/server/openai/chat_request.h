@@ -63,7 +63,9 @@ struct ChatRequest {
   bool auto_tools() const { return tool_choice == ToolChoice::kAuto && !tools.is_null(); }
 };
 
-ChatRequest parse_chat_request(const Json& body, const ServerLimits& limits,
+// By value: the parser normalizes the body in place (the string overload moves its parse in, so a
+// body is never copied).
+ChatRequest parse_chat_request(Json body, const ServerLimits& limits,
                                const ChatParseOptions& options = {});
 ChatRequest parse_chat_request(std::string_view body_text, const ServerLimits& limits,
                                const ChatParseOptions& options = {});

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "server/openai/client_json.h"
 #include "server/openai/python_repr.h"
 
 namespace fp4serve::server::openai {
@@ -180,14 +181,21 @@ Json parse_json_body(std::string_view text, const char* model_class) {
     throw ApiException(request_validation_error(
         {ValidationIssue{"missing", {"body"}, "Field required", Json(nullptr), std::nullopt, false, std::nullopt}}));
   }
-  if (auto err = python_json_decode_error(text)) {
+  // Nesting first, as json.loads hits its recursion limit before it reaches a later syntax error.
+  if (auto at = find_excess_nesting(text)) {
+    throw ApiException(body_parse_error(JsonNestingError(*at, kMaxJsonNestingDepth).what()));
+  }
+  Json body;
+  try {
+    body = Json::parse(text);
+  } catch (const Json::parse_error& e) {
     // FastAPI: {'type': 'json_invalid', 'loc': ('body', e.pos), 'msg': 'JSON decode error',
     // 'input': {}, 'ctx': {'error': e.msg}}.
+    const PythonJsonError err = python_json_decode_error(text, e);
     throw ApiException(request_validation_error({ValidationIssue{
-        "json_invalid", {"body", std::to_string(err->pos)}, "JSON decode error", Json::object(),
-        "{'error': " + py_str_repr(err->msg) + "}", false, std::nullopt}}));
+        "json_invalid", {"body", std::to_string(err.pos)}, "JSON decode error", Json::object(),
+        "{'error': " + py_str_repr(err.msg) + "}", false, std::nullopt}}));
   }
-  const Json body = Json::parse(text);
   if (!body.is_object()) {
     throw ApiException(request_validation_error({ValidationIssue{
         "model_type", {"body"},

@@ -115,16 +115,19 @@ std::string PythonJsonError::str() const {
 }
 
 std::optional<PythonJsonError> python_json_decode_error(std::string_view text) {
-  std::string what;
-  std::size_t byte = 0;
   try {
     const auto parsed = nlohmann::ordered_json::parse(text);
     (void)parsed;
     return std::nullopt;
   } catch (const nlohmann::ordered_json::parse_error& e) {
-    what = e.what();
-    byte = e.byte;
+    return python_json_decode_error(text, e);
   }
+}
+
+PythonJsonError python_json_decode_error(std::string_view text,
+                                         const nlohmann::ordered_json::parse_error& error) {
+  const std::string what = error.what();
+  const std::size_t byte = error.byte;
   PythonJsonError err;
   std::size_t at = byte > 0 ? byte - 1 : 0;  // nlohmann: 1-based index of the offending byte
   auto has = [&](const char* s) { return what.find(s) != std::string::npos; };

@@ -44,5 +44,8 @@ struct PythonJsonError {
 };
 // nullopt when the text parses.
 std::optional<PythonJsonError> python_json_decode_error(std::string_view text);
+// The same from the parse error nlohmann threw for `text` (no second parse).
+PythonJsonError python_json_decode_error(std::string_view text,
+                                         const nlohmann::ordered_json::parse_error& error);
 
 }  // namespace fp4serve::server::openai
