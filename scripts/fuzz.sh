@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 # target:corpus-folder
-ALL_TARGETS=(safetensors_header_fuzz:safetensors)
+ALL_TARGETS=(safetensors_header_fuzz:safetensors http_request_fuzz:http_request)
 
 log() { printf '\033[1m[fuzz]\033[0m %s\n' "$*"; }
 
