@@ -163,7 +163,7 @@ struct Engine::Impl {
       if (hard_stop) {
         std::vector<std::string> ids;
         for (const auto& [id, _] : parents) ids.push_back(id);
-        for (const std::string& id : ids) abort_parent(id, std::string("server shutting down"));
+        for (const std::string& id : ids) abort_parent(id, std::string("server shutting down"), /*shutdown=*/true);
         publish(false);
         return;
       }
@@ -224,7 +224,7 @@ struct Engine::Impl {
 
   // Client cancel (error empty) or engine-side end (error set): every unfinished sequence ends with
   // "abort" and the channel gets the final output.
-  void abort_parent(const std::string& id, std::optional<std::string> error) {
+  void abort_parent(const std::string& id, std::optional<std::string> error, bool shutdown = false) {
     auto it = parents.find(id);
     if (it == parents.end()) return;
     ParentTrack& p = *it->second;
@@ -238,6 +238,7 @@ struct Engine::Impl {
       p.pending.deltas.push_back(std::move(d));
     }
     p.pending.error = std::move(error);
+    p.pending.error_is_shutdown = shutdown;
     flush_parent(it, Clock::now());
   }
 

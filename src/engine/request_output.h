@@ -37,6 +37,9 @@ struct RequestOutput {
   // Set when the engine ends the request for a reason of its own (shutdown drain, internal error):
   // the server sends it as the final error chunk / 500 body.
   std::optional<std::string> error;
+  // The error is the shutdown drain ending the request (--shutdown-timeout passed), not a fault: the
+  // server says so instead of "Internal server error".
+  bool error_is_shutdown = false;
 };
 
 }  // namespace fp4serve::engine

@@ -39,7 +39,7 @@ struct ChatJob {
     for (engine::RequestOutput& out : channel->drain()) {
       if (done) return;
       if (out.error) {
-        fail(internal_error(*out.error));
+        fail(engine_output_error(out));
         return;
       }
       if (stream) stream_output(out);

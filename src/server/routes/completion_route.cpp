@@ -41,7 +41,7 @@ struct CompletionJob {
       for (engine::RequestOutput& out : channels[i]->drain()) {
         if (done) break;
         if (out.error) {
-          fail(internal_error(*out.error));
+          fail(engine_output_error(out));
           return;
         }
         if (stream) {

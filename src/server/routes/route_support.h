@@ -21,6 +21,9 @@ inline constexpr int kRetryAfterSeconds = 1;
 void respond_engine_rejection(const std::shared_ptr<http::Exchange>& ex, const engine::EngineRejected& e);
 // 500 "Internal server error" for an engine-side failure of a request (vLLM's text for it).
 openai::ApiError internal_error(const std::string& detail);
+// The answer for an engine output that carries an error: 503 "the server is shutting down" when the
+// shutdown drain ended the request, else internal_error.
+openai::ApiError engine_output_error(const engine::RequestOutput& out);
 
 // The context every response of a request is built in: vLLM's id (prefix + X-Request-Id header, else
 // the body's request_id, else a random uuid), the creation time, the served name and the server's
