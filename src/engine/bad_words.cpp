@@ -100,10 +100,8 @@ std::vector<int32_t> banned_next_tokens(std::span<const std::vector<int32_t>> ba
   std::vector<int32_t> banned;
   for (const auto& seq : bad_words_token_ids) {
     if (seq.empty() || seq.size() > output_ids.size() + 1) continue;
-    const std::size_t prefix = seq.size() - 1;
-    if (std::equal(seq.begin(), seq.begin() + static_cast<std::ptrdiff_t>(prefix), output_ids.end() - static_cast<std::ptrdiff_t>(prefix))) {
-      banned.push_back(seq.back());
-    }
+    const auto prefix = static_cast<std::ptrdiff_t>(seq.size() - 1);
+    if (std::equal(seq.begin(), seq.begin() + prefix, output_ids.end() - prefix)) banned.push_back(seq.back());
   }
   return banned;
 }
