@@ -16,7 +16,7 @@ ModelRunner::ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerCo
   snapshots_ = model::GdnStateArena(config.num_snapshots, num_gdn, model.gdn_dims());
 }
 
-std::vector<float> ModelRunner::execute(const SchedulerOutput& step) {
+std::vector<float> ModelRunner::execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows) {
   std::vector<model::BatchSequence> batch;
   batch.reserve(step.scheduled.size());
   for (const ScheduledRequest& s : step.scheduled) {
@@ -36,9 +36,18 @@ std::vector<float> ModelRunner::execute(const SchedulerOutput& step) {
       b.copies.push_back(model::StateCopyPoint{p.after_tokens, snapshots_.refs(p.snapshot_id)});
     }
     b.logits = s.needs_logits ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
+    b.sink_rows = s.prompt_logit_rows;
+    if (s.prompt_logit_rows > 0 && !prompt_rows) throw EngineLogicError("prompt logit rows without a sink");
     batch.push_back(std::move(b));
   }
-  std::vector<float> logits = model_->forward_batch(batch);
+  model::LogitsRowSink sink;
+  if (prompt_rows) {
+    sink = [&](std::size_t seq, int64_t first, int64_t count, const float* rows) {
+      const ScheduledRequest& s = step.scheduled[seq];
+      prompt_rows(s, s.start_position + static_cast<int>(first), static_cast<int>(count), rows);
+    };
+  }
+  std::vector<float> logits = model_->forward_batch(batch, nullptr, nullptr, sink);
   if (corrupt_gdn_state_.load(std::memory_order_relaxed)) {
     for (const ScheduledRequest& s : step.scheduled) slots_.zero(s.state_slot);
   }

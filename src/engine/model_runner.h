@@ -1,11 +1,13 @@
 // Turns a scheduler step into a model step: owns the memory behind the scheduler's ids (the paged
 // KV cache behind block ids, the GDN state arena behind slot ids, the snapshot arena behind snapshot
 // ids), prepares each request's state (zero, restore from a snapshot, continue), runs the forward
-// and returns the logits rows of the requests that sample this step.
+// and returns the logits rows of the requests that sample this step; rows that score prompt tokens
+// (prompt logprobs) stream to a callback instead.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/scheduler_output.h"
@@ -27,8 +29,14 @@ class ModelRunner {
  public:
   ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerConfig& config);
 
+  // Receives the rows that score prompt tokens (ScheduledRequest::prompt_logit_rows), a block at a
+  // time: `rows` is [count, vocab], the rows of positions first .. first + count - 1 of s.request.
+  using PromptRowSink =
+      std::function<void(const ScheduledRequest& s, int first_position, int count, const float* rows)>;
+
   // Logits rows ([rows, vocab]) of the scheduled requests with needs_logits, in their order.
-  std::vector<float> execute(const SchedulerOutput& step);
+  // prompt_rows is required when a scheduled request has prompt_logit_rows.
+  std::vector<float> execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows = {});
 
   const model::Qwen35MoeModel& model() const { return *model_; }
   // Fault injection for the canary's proof (issue 7): while on, the GDN state (recurrent and conv) of

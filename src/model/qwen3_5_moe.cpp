@@ -213,16 +213,16 @@ std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step
 
 std::vector<float> Qwen35MoeModel::forward_batch(const std::vector<BatchSequence>& step,
                                                  std::vector<std::vector<uint16_t>>* hidden_states,
-                                                 StepProfile* profile) const {
+                                                 StepProfile* profile, const LogitsRowSink& sink) const {
   std::vector<float> logits;
-  timed(profile ? &profile->total_s : nullptr, [&] { logits = forward_step(step, hidden_states, profile); });
+  timed(profile ? &profile->total_s : nullptr, [&] { logits = forward_step(step, hidden_states, profile, sink); });
   if (profile) ++profile->steps;
   return logits;
 }
 
 std::vector<float> Qwen35MoeModel::forward_step(const std::vector<BatchSequence>& step,
                                                 std::vector<std::vector<uint16_t>>* hidden_states,
-                                                StepProfile* profile) const {
+                                                StepProfile* profile, const LogitsRowSink& sink) const {
   const ModelConfig& c = config();
   const int64_t H = c.hidden_size, V = c.vocab_size;
   StepLayout L;
@@ -287,17 +287,42 @@ std::vector<float> Qwen35MoeModel::forward_step(const std::vector<BatchSequence>
       rows.push_back(r1 - 1);
     }
   }
+  timed(profile ? &profile->lm_head_s : nullptr, [&] { stream_sink_rows(step, L.offset, x.data(), sink); });
   const int64_t R = static_cast<int64_t>(rows.size());
   if (R == 0) return {};
   std::vector<float> logits(static_cast<size_t>(R * V));
-  timed(profile ? &profile->lm_head_s : nullptr, [&] {
-    Bf16 last(static_cast<size_t>(R * H));
-    for (int64_t i = 0; i < R; ++i) std::copy_n(x.data() + rows[i] * H, H, last.data() + i * H);
-    kernels::rmsnorm_1p(last.data(), R, H, w_.final_norm.data(), eps, last.data());
-    kernels::linear_bf16(last.data(), R, w_.lm_head, logits.data());
-    kernels::round_bf16_inplace(logits.data(), R * V);  // HF returns bf16 logits
-  });
+  timed(profile ? &profile->lm_head_s : nullptr, [&] { lm_head_rows(x.data(), rows, logits.data()); });
   return logits;
+}
+
+void Qwen35MoeModel::stream_sink_rows(const std::vector<BatchSequence>& step, std::span<const int64_t> offset,
+                                      const uint16_t* x, const LogitsRowSink& sink) const {
+  std::vector<float> block;
+  std::vector<int64_t> rows;
+  for (size_t s = 0; s < step.size(); ++s) {
+    const int64_t n = std::min(step[s].sink_rows, offset[s + 1] - offset[s]);
+    if (n <= 0) continue;
+    if (!sink) throw std::invalid_argument("step sequence with sink rows but no logits row sink");
+    for (int64_t first = 0; first < n; first += kSinkBlockRows) {
+      const int64_t count = std::min(kSinkBlockRows, n - first);
+      rows.resize(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) rows[static_cast<size_t>(i)] = offset[s] + first + i;
+      block.resize(static_cast<size_t>(count * config().vocab_size));
+      lm_head_rows(x, rows, block.data());
+      sink(s, first, count, block.data());
+    }
+  }
+}
+
+void Qwen35MoeModel::lm_head_rows(const uint16_t* x, std::span<const int64_t> rows, float* out) const {
+  const ModelConfig& c = config();
+  const int64_t H = c.hidden_size, V = c.vocab_size;
+  const int64_t R = static_cast<int64_t>(rows.size());
+  Bf16 picked(static_cast<size_t>(R * H));
+  for (int64_t i = 0; i < R; ++i) std::copy_n(x + rows[static_cast<size_t>(i)] * H, H, picked.data() + i * H);
+  kernels::rmsnorm_1p(picked.data(), R, H, w_.final_norm.data(), static_cast<float>(c.rms_norm_eps), picked.data());
+  kernels::linear_bf16(picked.data(), R, w_.lm_head, out);
+  kernels::round_bf16_inplace(out, R * V);  // HF returns bf16 logits
 }
 
 }  // namespace fp4serve::model

@@ -50,16 +50,27 @@ class Qwen35MoeModel {
   // slot), positions start at pos0, snapshot copies are taken inside the step, and only the rows
   // asked for get logits ([rows, vocab], in sequence order). Lengths are the caller's to track.
   // profile (benchmarks): when given, the step's time by layer kind is added to it.
+  // sink: receives the sink_rows of each sequence (required when any sequence has some); each row
+  // is bit-identical to the same position's row returned by kAll.
   std::vector<float> forward_batch(const std::vector<BatchSequence>& step,
                                    std::vector<std::vector<uint16_t>>* hidden_states = nullptr,
-                                   StepProfile* profile = nullptr) const;
+                                   StepProfile* profile = nullptr, const LogitsRowSink& sink = {}) const;
+
+  // Rows per lm_head block for sink rows: 64 x 248320 floats = 64 MB at a time.
+  static constexpr int64_t kSinkBlockRows = 64;
 
   const kernels::GdnDims& gdn_dims() const { return w_.gdn_dims; }
   const ModelWeights& weights() const { return w_; }
 
  private:
   std::vector<float> forward_step(const std::vector<BatchSequence>& step,
-                                  std::vector<std::vector<uint16_t>>* hidden_states, StepProfile* profile) const;
+                                  std::vector<std::vector<uint16_t>>* hidden_states, StepProfile* profile,
+                                  const LogitsRowSink& sink) const;
+  // The sink rows of every sequence, block by block (kSinkBlockRows), to `sink`.
+  void stream_sink_rows(const std::vector<BatchSequence>& step, std::span<const int64_t> row_offsets,
+                        const uint16_t* x, const LogitsRowSink& sink) const;
+  // Final norm + lm_head of the given rows of x ([*, hidden] bf16) into out ([rows, vocab]).
+  void lm_head_rows(const uint16_t* x, std::span<const int64_t> rows, float* out) const;
 
   std::shared_ptr<const LoadedCheckpoint> ck_;
   ModelWeights w_;

@@ -2,7 +2,9 @@
 // is a test's contiguous SequenceState or the engine's pools (paged KV blocks, a GDN state slot).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -32,6 +34,14 @@ struct BatchSequence {
   std::vector<StateCopyPoint> copies; // ascending after_tokens
   // Logit rows: none (a prefill chunk short of the prompt's end), the last token, or every token.
   enum class Logits : uint8_t { kNone, kLast, kAll } logits = Logits::kLast;
+  // The logits rows of the first sink_rows new tokens go to the step's LogitsRowSink (prompt
+  // logprobs), whatever `logits` says; they are not in the returned rows.
+  int64_t sink_rows = 0;
 };
+
+// Receives sink rows a block at a time, so a long prefill chunk never holds [tokens, vocab] floats
+// at once: `rows` is [count, vocab], rows of sequence `seq` (index in the step) for its new tokens
+// first .. first + count - 1. Called on the stepping thread, in sequence and token order.
+using LogitsRowSink = std::function<void(std::size_t seq, int64_t first, int64_t count, const float* rows)>;
 
 }  // namespace fp4serve::model

@@ -413,6 +413,7 @@ ChatRequest parse_chat_body(Json& body, const ServerLimits& limits, const ChatPa
   read_tools(reader, req.tools);
   req.logprobs = reader.bool_field("logprobs").value_or(false);
   req.top_logprobs = reader.int_field("top_logprobs").value_or(0);
+  if (const Json* tl = reader.raw("top_logprobs"); tl && tl->is_null()) req.top_logprobs_null = true;
   req.max_tokens = reader.int_field("max_tokens");
   req.max_completion_tokens = reader.int_field("max_completion_tokens");
   req.parallel_tool_calls = reader.bool_field("parallel_tool_calls").value_or(true);
@@ -541,8 +542,11 @@ ChatRequest parse_chat_request(Json body, const ServerLimits& limits,
 engine::SamplingParams to_sampling_params(const ChatRequest& request, int64_t max_tokens,
                                           const DefaultSamplingParams& defaults,
                                           const ServerLimits& limits, bool* temperature_raised) {
-  return make_sampling_params(request.common, max_tokens, request.engine_logprobs(), defaults, limits,
-                              temperature_raised);
+  // vLLM: echo asks for prompt logprobs at the top_logprobs count unless prompt_logprobs is given.
+  std::optional<int64_t> prompt_logprobs = request.common.prompt_logprobs;
+  if (!prompt_logprobs && request.common.echo && !request.top_logprobs_null) prompt_logprobs = request.top_logprobs;
+  return make_sampling_params(request.common, max_tokens, request.engine_logprobs(), prompt_logprobs, defaults,
+                              limits, temperature_raised);
 }
 
 }  // namespace fp4serve::server::openai

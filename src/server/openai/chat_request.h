@@ -35,6 +35,7 @@ struct ChatRequest {
   bool parallel_tool_calls = true;
   bool logprobs = false;
   int64_t top_logprobs = 0;
+  bool top_logprobs_null = false;  // sent as null (vLLM's None: echo then asks no prompt logprobs)
   std::optional<int64_t> max_tokens;             // deprecated field
   std::optional<int64_t> max_completion_tokens;  // wins over max_tokens
   bool add_generation_prompt = true;

@@ -243,10 +243,6 @@ CompletionRequest parse_completion_body(const Json& body, const ServerLimits& li
   // Serving: model, then what fp4serve cannot do.
   req.model_name = resolve_model_name(req.common, limits);
   refuse_unsupported_common(body, Endpoint::kCompletions);
-  if (req.common.echo && req.logprobs) {
-    throw ApiException(vllm_validation_error(
-        "`echo` with `logprobs` needs prompt logprobs, which fp4serve does not support.", "echo"));
-  }
   return req;
 }
 
@@ -265,7 +261,10 @@ engine::SamplingParams to_sampling_params(const CompletionRequest& request, int6
                                           const DefaultSamplingParams& defaults,
                                           const ServerLimits& limits, bool* temperature_raised) {
   const int64_t effective = request.echo_without_generation() ? 1 : max_tokens;
-  return make_sampling_params(request.common, effective, request.logprobs, defaults, limits,
+  // vLLM: echo scores the prompt at the logprobs count unless prompt_logprobs is given.
+  std::optional<int64_t> prompt_logprobs = request.common.prompt_logprobs;
+  if (!prompt_logprobs && request.common.echo) prompt_logprobs = request.logprobs;
+  return make_sampling_params(request.common, effective, request.logprobs, prompt_logprobs, defaults, limits,
                               temperature_raised);
 }
 

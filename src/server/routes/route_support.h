@@ -34,11 +34,12 @@ openai::ResponseContext make_response_context(const ServingContext& ctx, const h
                                               const std::string& model_name);
 
 // Adds one engine delta's tokens, logprobs and end to an accumulated (non-streamed) sequence
-// (openai::CompletionSequence or openai::ChatSequence).
+// (openai::CompletionSequence or openai::ChatSequence); the prompt logprobs are moved out of it.
 template <class Sequence>
-void append_delta(Sequence& s, const engine::SequenceDelta& d) {
+void append_delta(Sequence& s, engine::SequenceDelta& d) {
   s.token_ids.insert(s.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
   s.logprobs.insert(s.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+  if (d.prompt_logprobs) s.prompt_logprobs = std::move(d.prompt_logprobs);
   if (d.finished()) {
     s.finish_reason = d.finish_reason;
     s.stop_reason = d.stop_reason;
