@@ -41,9 +41,12 @@ const Router& routes() {
 }
 
 void handle(const HttpRequest& req) {
-  // Invariants of the conversion: the path has no query, and versions are 1.0 or 1.1.
-  if (req.path.find('?') != std::string::npos && req.target.find('?') == std::string::npos) std::abort();
+  // Invariants of the conversion: versions are 1.0 or 1.1, and the raw query never leaks into the
+  // path (a '?' in the path can only come from a percent-encoded %3F).
   if (req.version != 10 && req.version != 11) std::abort();
+  if (req.path.find('?') != std::string::npos && req.target.find("%3F") == std::string::npos &&
+      req.target.find("%3f") == std::string::npos)
+    std::abort();
   const Router::Match m = routes().match(req.method, req.path);
   if (m.handler && !m.allowed.empty()) std::abort();
   static const ApiKeyAuth auth({"secret"});
