@@ -91,11 +91,9 @@ inline __m256i tail_mask(int64_t remaining) {  // lanes < remaining set
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(remaining < 8 ? remaining : 8)), idx);
 }
 
-// MT activation rows against one weight row (from `wrow`, or dequantized on the fly). Always
-// inlined into linear_avx2: the compiler's own choice flips with the size of the driver.
 template <int MT>
-FP4SERVE_INLINE void tile(const float* x, int64_t ldx, const WeightView& w, int64_t n, const float* wrow,
-                          float* y, int64_t ldy) {
+inline void tile(const float* x, int64_t ldx, const WeightView& w, int64_t n, const float* wrow, float* y,
+                 int64_t ldy) {
   const int64_t K = w.k;
   const int64_t kfull = K & ~int64_t{31};
   Acc acc[MT];
@@ -134,15 +132,21 @@ FP4SERVE_INLINE void tile(const float* x, int64_t ldx, const WeightView& w, int6
 
 void linear_avx2(const float* x, int64_t M, int64_t ldx, const WeightView& w, int64_t n0, int64_t n1, float* y,
                  int64_t ldy, float* scratch) {
+  const int64_t K = w.k;
+  const int64_t kpad = (K + 31) & ~int64_t{31};
   const bool fused = M <= 2 && vector_format(w);
   for (int64_t n = n0; n < n1; ++n) {
     const float* wrow = nullptr;
     if (!fused) {
-      dequant_row(w, n, scratch, [&](int64_t k0, float* out) {
-        __m256 wv[4];
-        dequant32(w, n, k0, wv);
-        for (int i = 0; i < 4; ++i) _mm256_storeu_ps(out + 8 * i, wv[i]);
-      });
+      for (int64_t k0 = 0; k0 < kpad; k0 += 32) {
+        if (k0 + 32 <= K && vector_format(w)) {
+          __m256 wv[4];
+          dequant32(w, n, k0, wv);
+          for (int i = 0; i < 4; ++i) _mm256_storeu_ps(scratch + k0 + 8 * i, wv[i]);
+        } else {
+          dequant_chunk32(w, n, k0, scratch + k0);
+        }
+      }
       wrow = scratch;
     }
     int64_t m = 0;

@@ -68,11 +68,10 @@ inline void dequant32(const WeightView& w, int64_t n, int64_t k0, __m512* w0, __
 }
 
 // MT activation rows against one weight row. Weights come either from `wrow` (a dequantized row,
-// K padded to 32 with zeros) or are dequantized on the fly. Always inlined into linear_avx512: the
-// compiler's own choice flips with the size of the driver.
+// K padded to 32 with zeros) or are dequantized on the fly.
 template <int MT>
-FP4SERVE_INLINE void tile(const float* x, int64_t ldx, const WeightView& w, int64_t n, const float* wrow,
-                          float* y, int64_t ldy) {
+inline void tile(const float* x, int64_t ldx, const WeightView& w, int64_t n, const float* wrow, float* y,
+                 int64_t ldy) {
   const int64_t K = w.k;
   const int64_t kfull = K & ~int64_t{31};
   __m512 acc0[MT], acc1[MT];
@@ -196,6 +195,8 @@ void nvfp4_rows(const float* x, int64_t M, int64_t ldx, const WeightView& w, int
 
 void linear_avx512(const float* x, int64_t M, int64_t ldx, const WeightView& w, int64_t n0, int64_t n1, float* y,
                    int64_t ldy, float* scratch) {
+  const int64_t K = w.k;
+  const int64_t kpad = (K + 31) & ~int64_t{31};
   // NVFP4 up to 8 rows: LUT dequant in registers shared by the rows. Larger M: dequantize each
   // weight row once into scratch and reuse it (measured faster at M = 64 on Zen 4).
   if (M >= 1 && M <= 8 && w.format == WeightFormat::kNvfp4) {
@@ -206,12 +207,16 @@ void linear_avx512(const float* x, int64_t M, int64_t ldx, const WeightView& w, 
   for (int64_t n = n0; n < n1; ++n) {
     const float* wrow = nullptr;
     if (!fused) {  // dequantize the row once, reuse it for all M rows
-      dequant_row(w, n, scratch, [&](int64_t k0, float* out) {
-        __m512 w0, w1;
-        dequant32(w, n, k0, &w0, &w1);
-        _mm512_storeu_ps(out, w0);
-        _mm512_storeu_ps(out + 16, w1);
-      });
+      for (int64_t k0 = 0; k0 < kpad; k0 += 32) {
+        if (k0 + 32 <= K && vector_format(w)) {
+          __m512 w0, w1;
+          dequant32(w, n, k0, &w0, &w1);
+          _mm512_storeu_ps(scratch + k0, w0);
+          _mm512_storeu_ps(scratch + k0 + 16, w1);
+        } else {
+          dequant_chunk32(w, n, k0, scratch + k0);
+        }
+      }
       wrow = scratch;
     }
     int64_t m = 0;

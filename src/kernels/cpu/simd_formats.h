@@ -9,8 +9,8 @@
 // inline function with external linkage would be emitted by several of them while the linker keeps
 // one copy for every caller -- an AVX-512 build of a helper called by the AVX2 tier is a SIGILL on
 // a CPU without AVX-512. For the same reason this header calls no external-linkage inline function
-// (float_formats.h's bf16_to_f32, say); out-of-line baseline code (dequant_chunk32, e4m3_table) is
-// fine. Never include it from a baseline (non-ISA) file.
+// (float_formats.h's bf16_to_f32, say); out-of-line baseline code (e4m3_table) is fine. Never
+// include it from a baseline (non-ISA) file.
 #pragma once
 
 #if !defined(__SSSE3__)
@@ -21,7 +21,6 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/dequant_scalar.h"
 #include "kernels/weights.h"
 #include "tensor/float_formats.h"
 
@@ -83,22 +82,6 @@ inline bool vector_format(const WeightView& w) {
       return false;
   }
   return false;
-}
-
-// Row n of W into row[0, kpad) (K rounded up to 32, zeros past K), bit-identical to dequant_chunk32
-// chunk by chunk: full chunks of a vector format through `chunk32(k0, out)` (the tier's dequant32
-// and a store), the rest through dequant_chunk32.
-template <class Chunk32>
-inline void dequant_row(const WeightView& w, int64_t n, float* row, Chunk32 chunk32) {
-  const int64_t K = w.k;
-  const int64_t kpad = (K + 31) & ~int64_t{31};
-  for (int64_t k0 = 0; k0 < kpad; k0 += 32) {
-    if (k0 + 32 <= K && vector_format(w)) {
-      chunk32(k0, row + k0);
-    } else {
-      dequant_chunk32(w, n, k0, row + k0);
-    }
-  }
 }
 
 // 16 packed bytes -> 32 nibbles in K order (low nibble first) as int8 through a 16-entry LUT.
