@@ -87,7 +87,8 @@ struct Engine::Impl {
                   [this](const Request& r) { return stop_token_check(r); }),
         sampler(make_sampler_config()),
         runner(*model, ModelRunnerConfig{plan.num_kv_blocks, c.block_size, c.kv_dtype, plan.num_state_slots,
-                                         plan.num_snapshots}) {
+                                         plan.num_snapshots, c.max_num_batched_tokens, plan.max_num_seqs,
+                                         info.max_model_len}) {
     stats.request_prompt_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_max_num_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
@@ -273,7 +274,7 @@ struct Engine::Impl {
         stats_pending_queue.push_back(seconds(started - p.arrival));
       }
     }
-    std::vector<float> logits = runner.execute(
+    const kernels::TensorView logits = runner.execute(
         out, [this](const ScheduledRequest& s, int first, int count, const float* rows) {
           collect_prompt_logprobs(s, first, count, rows);
         });
@@ -284,7 +285,7 @@ struct Engine::Impl {
       if (!s.needs_logits) continue;
       const std::size_t row = inputs.size();
       SampleInput in;
-      in.logits = std::span<float>(logits.data() + row * V, V);
+      in.logits = std::span<float>(logits.as<float>() + row * V, V);
       in.params = &track_of(*s.request)->params;
       in.prompt_ids = s.request->prompt_token_ids();
       in.output_ids = s.request->output_token_ids();
