@@ -37,7 +37,7 @@ ModelRunner::ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerCo
       snapshots_(model.backend(), config.num_snapshots, num_gdn_layers_, model.gdn_dims()),
       ws_(model.backend(), model.config(), step_limits(config)) {
   const kernels::StepLimits limits = step_limits(config);
-  model.backend().reserve(limits);
+  model.backend().reserve(limits, model.shape());
   const auto seqs = static_cast<std::size_t>(limits.max_seqs);
   batch_.reserve(seqs);
   kv_views_.resize(seqs * static_cast<std::size_t>(num_attention_layers_));

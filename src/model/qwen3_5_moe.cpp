@@ -114,6 +114,25 @@ std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step
   return logits;
 }
 
+kernels::ModelShape Qwen35MoeModel::shape() const {
+  const ModelConfig& c = config();
+  kernels::ModelShape m;
+  m.hidden = c.hidden_size;
+  m.num_q_heads = c.num_attention_heads;
+  m.num_kv_heads = c.num_key_value_heads;
+  m.head_dim = c.head_dim;
+  m.experts = c.num_experts;
+  m.top_k = c.num_experts_per_tok;
+  m.moe_intermediate = c.moe_intermediate_size;
+  m.shared_intermediate = c.shared_expert_intermediate_size;
+  m.gdn_key_dim = w_.gdn_dims.key_dim();
+  m.gdn_value_heads = w_.gdn_dims.Hv;
+  m.gdn_head_v_dim = w_.gdn_dims.dv;
+  m.max_linear_k = std::max({m.hidden, w_.gdn_dims.value_dim(), m.num_q_heads * m.head_dim, m.moe_intermediate,
+                             m.shared_intermediate});
+  return m;
+}
+
 kernels::StepLimits Qwen35MoeModel::limits_for(std::span<const BatchSequence> step) const {
   kernels::StepLimits l;
   l.max_seqs = static_cast<int64_t>(step.size());

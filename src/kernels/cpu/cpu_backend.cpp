@@ -15,6 +15,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/sampling_cpu.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/linear.h"
 #include "kernels/norm.h"
 
@@ -37,12 +38,6 @@ std::shared_ptr<void> zeroed_memory(std::size_t bytes, std::string_view what) {
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
-// Grow-only scratch of the calling thread for the bf16 -> fp32 copy of a linear batch's input.
-float* input_scratch(std::size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats) buf.resize(floats);
-  return buf.data();
-}
 
 void check_rows(const TensorView& v, int64_t rows, const char* what) {
   if (v.rank < 1 || v.dim(0) < rows) throw std::invalid_argument(std::string(what) + ": fewer rows than the step");
@@ -61,8 +56,51 @@ std::string CpuBackend::describe() const {
   return fmt::format("cpu {} ({} threads)", isa_name(isa_), num_threads());
 }
 
-void CpuBackend::reserve(const StepLimits& limits) {
-  (void)limits;  // per-thread kernel scratch is reserved by the kernels on first use (see step_workspace)
+void CpuBackend::reserve(const StepLimits& l, const ModelShape& m) {
+  // Floors of the kernels' per-thread scratch (thread_scratch.h): each thread allocates a slot once,
+  // at first use, at these sizes; large ones are mapped lazily, so unused room costs address space.
+  const auto T = static_cast<std::size_t>(std::max<int64_t>(1, l.max_tokens));
+  const auto R = T * static_cast<std::size_t>(std::max<int64_t>(1, m.top_k));
+  const auto E = static_cast<std::size_t>(m.experts), H = static_cast<std::size_t>(m.hidden);
+  const auto ctx = static_cast<std::size_t>(std::max<int64_t>(1, l.max_context));
+  const auto D = static_cast<std::size_t>(m.head_dim);
+  const auto group = static_cast<std::size_t>(m.num_kv_heads > 0 ? m.num_q_heads / m.num_kv_heads : 1);
+  const std::size_t queries = 32 * group;  // attention_cpu.cpp kTokensPerItem x group
+  const auto raise = [](Scratch s, std::size_t bytes) { raise_scratch_floor(s, bytes); };
+  raise(Scratch::kLinearX, T * static_cast<std::size_t>(m.max_linear_k) * 4);
+  raise(Scratch::kLinearBlocks, (2 * (2 * E + 3) + 1) * sizeof(int64_t));
+  raise(Scratch::kLinearTile, 4 * static_cast<std::size_t>(std::max(
+                                      linear_scratch_floats(static_cast<int64_t>(T), m.max_linear_k),
+                                      packed_linear_scratch_floats(static_cast<int64_t>(T), (m.max_linear_k + 127) / 128 * 128))));
+  raise(Scratch::kAttnSeqs, static_cast<std::size_t>(l.max_seqs) * sizeof(AttentionSeq));
+  raise(Scratch::kAttnItems, static_cast<std::size_t>(m.num_kv_heads) * (static_cast<std::size_t>(l.max_seqs) + T) * 32);
+  raise(Scratch::kAttnK, ctx * D * 4);
+  raise(Scratch::kAttnV, ctx * D * 4);
+  raise(Scratch::kAttnQ, queries * D * 4);
+  raise(Scratch::kAttnAcc, queries * D * 4);
+  raise(Scratch::kAttnSums, queries * 4);
+  raise(Scratch::kAttnScores, std::max<std::size_t>(std::min<std::size_t>(std::size_t{2} << 20, queries * ctx), group * ctx) * 4);
+  raise(Scratch::kGdnQ, T * static_cast<std::size_t>(m.gdn_key_dim) * 4);
+  raise(Scratch::kGdnK, T * static_cast<std::size_t>(m.gdn_key_dim) * 4);
+  raise(Scratch::kGdnV, T * static_cast<std::size_t>(m.gdn_head_v_dim) * 4);
+  raise(Scratch::kGdnOut, T * static_cast<std::size_t>(m.gdn_head_v_dim) * 4);
+  raise(Scratch::kGdnDecay, T * 4);
+  raise(Scratch::kGdnBeta, T * 4);
+  const auto I = static_cast<std::size_t>(m.moe_intermediate), Is = static_cast<std::size_t>(m.shared_intermediate);
+  raise(Scratch::kMoeXf, T * H * 4);
+  raise(Scratch::kMoeLogits, T * E * 4);
+  raise(Scratch::kMoeRw, R * 4);
+  raise(Scratch::kMoeXg, R * H * 4);
+  raise(Scratch::kMoeG, R * I * 4);
+  raise(Scratch::kMoeU, R * I * 4);
+  raise(Scratch::kMoeSg, T * Is * 4);
+  raise(Scratch::kMoeSu, T * Is * 4);
+  raise(Scratch::kMoeSgate, T * 4);
+  raise(Scratch::kMoeD, R * H * 4);
+  raise(Scratch::kMoeSd, T * H * 4);
+  for (Scratch s : {Scratch::kMoeIdx, Scratch::kMoeToken, Scratch::kMoeSlot, Scratch::kMoeRowOf}) raise(s, R * 4);
+  for (Scratch s : {Scratch::kMoeOffsets, Scratch::kMoeFill, Scratch::kMoeProbs, Scratch::kMoeOrder}) raise(s, (E + 1) * 4);
+  raise(Scratch::kMoeJobs, (2 * E + 3) * sizeof(LinearJob));
 }
 
 // ---- memory -------------------------------------------------------------------------------
@@ -192,17 +230,16 @@ void CpuBackend::linears(const TensorView& x, std::span<const LinearOut> outs) {
   expect_view(x, DType::kBF16, {-1, -1}, "linears x");
   if (!x.is_contiguous()) throw std::invalid_argument("linears: x must be contiguous");
   const int64_t M = x.dim(0), K = x.dim(1);
-  float* xf = input_scratch(static_cast<std::size_t>(M * K));
+  float* xf = scratch<float>(Scratch::kLinearX, static_cast<std::size_t>(M * K));
   bf16_to_f32(x.as<const uint16_t>(), xf, M * K);
-  thread_local std::vector<LinearJob> jobs;
-  jobs.clear();
-  for (const LinearOut& o : outs) {
+  LinearJob* jobs = scratch<LinearJob>(Scratch::kLinearJobs, outs.size());
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const LinearOut& o = outs[i];
     if (o.w.k != K) throw std::invalid_argument(fmt::format("linears: weight of K {} for x of K {}", o.w.k, K));
     expect_view(o.out, DType::kF32, {M, o.w.n}, "linears out");
-    const auto* view = static_cast<const WeightView*>(o.w.impl);
-    jobs.push_back({xf, M, K, *view, o.out.as<float>(), o.out.stride[0]});
+    jobs[i] = {xf, M, K, *static_cast<const WeightView*>(o.w.impl), o.out.as<float>(), o.out.stride[0]};
   }
-  linear_batch(jobs, isa_);
+  linear_batch(std::span<const LinearJob>(jobs, outs.size()), isa_);
 }
 
 void CpuBackend::to_bf16(const TensorView& x, const TensorView& out) {
@@ -250,8 +287,8 @@ void CpuBackend::attention(std::span<const AttentionSeqDesc> seqs, const TensorV
   const int64_t T = q.dim(0), Hq = q.dim(1), D = q.dim(2);
   expect_view(gate, DType::kBF16, {T, Hq * D}, "attention gate");
   expect_view(out, DType::kBF16, {T, Hq * D}, "attention out");
-  thread_local std::vector<AttentionSeq> work;
-  work.clear();
+  AttentionSeq* work = scratch<AttentionSeq>(Scratch::kAttnSeqs, seqs.size());
+  std::size_t n = 0;
   for (const AttentionSeqDesc& s : seqs) {
     if (s.seq.rows == 0) continue;
     check_rows(q, s.seq.row0 + s.seq.rows, "attention");
@@ -262,9 +299,9 @@ void CpuBackend::attention(std::span<const AttentionSeqDesc> seqs, const TensorV
     a.pos0 = s.seq.pos0;
     a.kv = s.kv;
     a.out = out.as<uint16_t>() + s.seq.row0 * Hq * D;
-    work.push_back(a);
+    work[n++] = a;
   }
-  gated_attention(work, static_cast<int>(Hq), isa_, math);
+  gated_attention(std::span<const AttentionSeq>(work, n), static_cast<int>(Hq), isa_, math);
 }
 
 void CpuBackend::gdn_gating(const TensorView& a, const TensorView& b, const TensorView& A_log,
@@ -294,7 +331,7 @@ void CpuBackend::gdn_sequence(const GdnDims& d, const TensorView& conv_weight, c
   check_rows(x, s.seq.row0 + s.seq.rows, "gdn_sequence");
   const int64_t r = s.seq.row0, m = s.seq.rows;
   gdn_conv1d(x.as<const uint16_t>() + r * C, m, C, conv_weight.as<const uint16_t>(), d.conv_kernel, s.state.conv,
-             qkv_out.as<uint16_t>() + r * C);
+             qkv_out.as<uint16_t>() + r * C, isa_);
   gdn_recurrent(qkv_out.as<const uint16_t>() + r * C, m, d, g.as<const float>() + r * d.Hv,
                 beta.as<const float>() + r * d.Hv, s.state.ssm, core_out.as<uint16_t>() + r * Vd, isa_);
 }
