@@ -1,6 +1,5 @@
 // fp4serve: serve|generate|bench|canary|doctor|inspect|synth. Each subcommand lives in src/tools/.
 #include <CLI/CLI.hpp>
-#include <malloc.h>
 
 #include <cstdio>
 #include <exception>
