@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -52,8 +53,8 @@ struct Row {
   std::string backend, output, nmse, max_nmse, bits, verdict;
 };
 
-void print_table(const Case& c, uint32_t seed, const std::vector<Row>& rows) {
-  std::printf("  %s(%s) seed=%u\n", c.op.c_str(), c.shape.c_str(), seed);
+void print_table(const Case& c, uint32_t seed, double seconds, const std::vector<Row>& rows) {
+  std::printf("  %s(%s) seed=%u (%.0f ms on all backends)\n", c.op.c_str(), c.shape.c_str(), seed, seconds * 1e3);
   for (const Row& r : rows)
     std::printf("    %-18s %-10s nmse=%-10s max=%-8s %-22s %s\n", r.backend.c_str(), r.output.c_str(), r.nmse.c_str(),
                 r.max_nmse.c_str(), r.bits.c_str(), r.verdict.c_str());
@@ -114,6 +115,7 @@ Harness::~Harness() = default;
 
 void Harness::check(const Case& c) {
   const uint32_t seed = seed_for(c.op, c.shape);
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<Output> ref;
   try {
     ref = c.run(*reference_, seed);
@@ -148,7 +150,8 @@ void Harness::check(const Case& c) {
                       ok ? "OK" : "FAIL"});
     }
   }
-  if (failed || env_flag("FP4SERVE_BACKEND_OPS_TABLE")) print_table(c, seed, rows);
+  if (failed || env_flag("FP4SERVE_BACKEND_OPS_TABLE"))
+    print_table(c, seed, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), rows);
   if (failed)
     ADD_FAILURE() << c.op << "(" << c.shape << ") seed=" << seed
                   << ": a backend is off the reference (table above; FP4SERVE_BACKEND_OPS_SEED mixes into seeds)";

@@ -37,10 +37,14 @@ enum class OpClass {
             // on avx512_bf16/amx (bf16 products, their own summation order) and on a GPU
 };
 
-// Per-op NMSE thresholds (llama.cpp's: 1e-7 for exact-math ops, 5e-4 for matmuls and flash
-// attention). Measured on the CPU tiers the exact-math ops are 0 and linears/MoE on the bf16 tiers
-// stay far below 5e-4 (no tier re-quantizes: the seam's linears take bf16 activations, which the
-// bf16 tiers convert exactly), so no op needs llama.cpp's looser 2e-2.
+// Per-op NMSE thresholds, llama.cpp's: 1e-7 for exact-math ops, 5e-4 for matmuls and flash
+// attention (2e-2 is theirs for activations re-quantized below bf16, which no backend here does).
+// The CPU tiers that are not bit-identical (avx512_bf16, amx) round x to bf16, which the seam's
+// linears already hold (x is a bf16 view), so their only difference is the summation of exact
+// bf16 products. Their contract (kernel_table.h: |err| <= 1e-5 sum_k |x w| per element) bounds a
+// linear's NMSE by 1e-10 sum (sum_k |x w|)^2 / sum y^2, about 4e-11 K on the harness's Gaussian
+// inputs (4e-8 at K = 1024); measured over 25 seeds: linears <= 4.3e-14, MoE (a flipped bf16
+// rounding of an intermediate now and then) <= 1.7e-7. Exact-math ops measure 0 on every tier.
 constexpr double kNmseMove = 0.0;
 constexpr double kNmseExactMath = 1e-7;
 constexpr double kNmseMatmul = 5e-4;

@@ -24,13 +24,15 @@ struct AttnShape {
   KvDtype kv;
   int64_t block;                                 // 0: one contiguous cache per sequence
   std::vector<std::pair<int64_t, int64_t>> seqs;  // (pos0, new rows) of each sequence in the step
+  float k_mag = 1.0f;                             // spread of k (30: fp8 codes saturate at 448)
 };
 
 std::string describe(const AttnShape& s) {
   std::string seqs;
   for (auto [p, n] : s.seqs) seqs += cat(seqs.empty() ? "" : ",", p, "+", n);
   return cat("Hq=", s.Hq, " Hkv=", s.Hkv, " D=", s.D, s.kv == KvDtype::kBf16 ? " bf16" : " fp8",
-             s.block ? cat(" paged/", s.block) : std::string(" contiguous"), " pos0+T=", seqs);
+             s.block ? cat(" paged/", s.block) : std::string(" contiguous"), " pos0+T=", seqs,
+             s.k_mag != 1.0f ? cat(" |k|x", s.k_mag) : std::string());
 }
 
 // One step on a backend: caches filled with NaN codes (a read of an unwritten row shows), every
@@ -96,7 +98,7 @@ AttnStep prepare_step(Backend& b, const AttnShape& s, uint32_t seed) {
     row0 += n;
     if (pos0 > 0) {  // the sequence's cached tokens, written as an earlier step would have
       const uint32_t hs = seed + 100 + static_cast<uint32_t>(i);
-      DeviceTensor kh = upload(b, DType::kBF16, {pos0, s.Hkv, s.D}, to_bf16(random_f32(pos0 * row, hs)), "k history");
+      DeviceTensor kh = upload(b, DType::kBF16, {pos0, s.Hkv, s.D}, to_bf16(random_f32(pos0 * row, hs, s.k_mag)), "k history");
       DeviceTensor vh = upload(b, DType::kBF16, {pos0, s.Hkv, s.D}, to_bf16(random_f32(pos0 * row, hs + 50)), "v history");
       const AttentionSeqDesc hist{{0, pos0, 0}, kv};
       b.kv_write({&hist, 1}, kh.view, vh.view);
@@ -105,7 +107,7 @@ AttnStep prepare_step(Backend& b, const AttnShape& s, uint32_t seed) {
   const int64_t T = st.rows;
   st.q = upload(b, DType::kBF16, {T, s.Hq, s.D}, to_bf16(random_f32(T * s.Hq * s.D, seed + 1, 2.0f)), "q");
   st.gate = upload(b, DType::kBF16, {T, int64_t(s.Hq) * s.D}, to_bf16(random_f32(T * s.Hq * s.D, seed + 2, 2.0f)), "gate");
-  st.k = upload(b, DType::kBF16, {T, s.Hkv, s.D}, to_bf16(random_f32(T * row, seed + 3)), "k");
+  st.k = upload(b, DType::kBF16, {T, s.Hkv, s.D}, to_bf16(random_f32(T * row, seed + 3, s.k_mag)), "k");
   st.v = upload(b, DType::kBF16, {T, s.Hkv, s.D}, to_bf16(random_f32(T * row, seed + 4)), "v");
   return st;
 }
@@ -131,6 +133,7 @@ std::vector<AttnShape> attention_shapes() {
       for (const auto& seqs : steps) out.push_back({4, 2, 64, kv, block, seqs});
   out.push_back({8, 1, 32, KvDtype::kBf16, 16, {{20, 2}, {3, 5}}});  // 8 q heads per kv head
   out.push_back({16, 2, 256, KvDtype::kBf16, 16, {{40, 1}, {0, 3}}});  // the model's heads
+  out.push_back({4, 2, 64, KvDtype::kFp8E4M3, 16, {{9, 4}}, 30.0f});    // fp8 codes saturating
   return out;
 }
 
@@ -274,7 +277,7 @@ TEST(BackendOps, GdnSequence) {
   const Shape shapes[] = {
       {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {}},     {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {1, 2}},
       {gdn_dims(1, 2, 24, 40), {5}, {}},           {gdn_dims(1, 2, 24, 40), {5}, {4}},
-      {gdn_dims(16, 32, 128, 128), {1, 3}, {}},    {gdn_dims(16, 32, 128, 128), {1, 3}, {2}},
+      {gdn_dims(16, 32, 128, 128), {1, 3}, {2}},  // the model's heads (its 2 MB state: one case)
   };
   for (const Shape& s : shapes) {
     std::string rows, split;
