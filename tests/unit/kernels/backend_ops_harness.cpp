@@ -37,7 +37,7 @@ BackendSpec cpu_column(Isa isa) {
 std::vector<BackendSpec> device_backends() {
   return {
 #if defined(FP4SERVE_HAVE_CUDA)
-  // (the CUDA backend's entry goes here)
+    // (the CUDA backend's entry goes here)
 #endif
   };
 }

@@ -10,7 +10,6 @@
 
 #include "backend_ops_harness.h"
 #include "kernel_test_util.h"
-#include "kernels/activation.h"
 
 namespace fp4serve::kernels::test::ops {
 namespace {
@@ -84,7 +83,8 @@ void check_layouts(const LayoutCase& c) {
     try {
       strided = c.run(b, true);
     } catch (const std::invalid_argument& e) {
-      std::printf("[backend_ops] %s %s: rejects row-strided views (%s)\n", col.spec.name.c_str(), c.op.c_str(), e.what());
+      std::printf("[backend_ops] %s %s: rejects row-strided views (%s)\n", col.spec.name.c_str(), c.op.c_str(),
+                  e.what());
       continue;
     } catch (const std::exception& e) {
       ADD_FAILURE() << col.spec.name << " " << c.op << " on row-strided views: " << e.what();
@@ -184,7 +184,8 @@ TEST(BackendOpsLayout, AttentionGateAndOut) {
   check_layouts({"attention gate/out", [](Backend& b, bool s) {
                    const int Hq = 2, Hkv = 1, D = 32;
                    const int64_t T = 3;
-                   DeviceTensor kc = alloc(b, DType::kBF16, {T, Hkv, D}, "k cache"), vc = alloc(b, DType::kBF16, {T, Hkv, D}, "v cache");
+                   DeviceTensor kc = alloc(b, DType::kBF16, {T, Hkv, D}, "k cache"),
+                                vc = alloc(b, DType::kBF16, {T, Hkv, D}, "v cache");
                    KvView kv;
                    kv.k = kc.view.data, kv.v = vc.view.data, kv.capacity = T, kv.n_kv_heads = Hkv, kv.head_dim = D;
                    const AttentionSeqDesc seq{{0, T, 0}, kv};
@@ -208,13 +209,14 @@ TEST(BackendOpsLayout, GdnSequence) {
                    DeviceTensor conv = alloc(b, DType::kBF16, {d.conv_state_elems()}, "conv state");
                    DeviceTensor ssm = alloc(b, DType::kF32, {d.state_elems()}, "ssm state");
                    std::vector<float> g(T * d.Hv, -0.2f), beta(T * d.Hv, 0.5f);
-                   DeviceTensor gd = upload(b, DType::kF32, {T, d.Hv}, g, "g"), bd = upload(b, DType::kF32, {T, d.Hv}, beta, "beta");
+                   DeviceTensor gd = upload(b, DType::kF32, {T, d.Hv}, g, "g"),
+                                bd = upload(b, DType::kF32, {T, d.Hv}, beta, "beta");
                    Placed x = place(b, DType::kBF16, T, C, random_bf16_bytes(T * C, 20), s);
                    Placed qkv = place(b, DType::kBF16, T, C, std::vector<uint8_t>(T * C * 2), s);
                    Placed core = place(b, DType::kBF16, T, Vd, std::vector<uint8_t>(T * Vd * 2), s);
                    b.gdn_sequence(d, prepared(b, DType::kBF16, {C, d.conv_kernel}, w.data()),
-                                  {{0, T, 0}, {conv.view.as<uint16_t>(), ssm.view.as<float>()}}, x.view, gd.view, bd.view,
-                                  qkv.view, core.view);
+                                  {{0, T, 0}, {conv.view.as<uint16_t>(), ssm.view.as<float>()}}, x.view, gd.view,
+                                  bd.view, qkv.view, core.view);
                    return std::vector<Output>{read(b, qkv, "qkv out"), read(b, core, "core out")};
                  }});
 }

@@ -17,8 +17,8 @@ namespace {
 using Kind = WeightKind;
 
 // The formats a checkpoint hands prepare_linear (int4 arrives as GPTQ; the backend repacks it).
-const Kind kFormats[] = {Kind::kBf16, Kind::kFp8Tensor, Kind::kFp8BlockF32, Kind::kFp8BlockBf16, Kind::kNvfp4,
-                         Kind::kInt4Gptq};
+const Kind kFormats[] = {Kind::kBf16,         Kind::kFp8Tensor, Kind::kFp8BlockF32,
+                         Kind::kFp8BlockBf16, Kind::kNvfp4,     Kind::kInt4Gptq};
 
 // N off the 16-row panels and 4/8-row tiles; K off the 32-lane dot, the 64/128/256 k blocks, and
 // one longer K; each format's K constraint (NVFP4 % 16, INT4 % 128) respected.
@@ -200,7 +200,8 @@ int experts_hit(const HostMoe& m, int64_t T, int top_k) {
     std::vector<std::pair<double, int64_t>> logits;
     for (int64_t e = 0; e < m.E; ++e) {
       double l = 0;
-      for (int64_t k = 0; k < m.H; ++k) l += double(bf16_bits_to_f32(m.x[t * m.H + k])) * bf16_bits_to_f32(m.router[e * m.H + k]);
+      for (int64_t k = 0; k < m.H; ++k)
+        l += double(bf16_bits_to_f32(m.x[t * m.H + k])) * bf16_bits_to_f32(m.router[e * m.H + k]);
       logits.push_back({-l, e});
     }
     std::sort(logits.begin(), logits.end());
@@ -219,11 +220,11 @@ Output run_moe(Backend& b, const HostMoe& m, const MoeHandle& mh, int64_t t0, in
 }
 
 const MoeShape kMoeShapes[] = {
-    {Kind::kBf16, 1, 4, true, false},        {Kind::kBf16, 6, 2, false, true},
-    {Kind::kBf16, 19, 4, true, true},        {Kind::kNvfp4, 1, 2, true, false},
-    {Kind::kNvfp4, 6, 4, true, true},        {Kind::kNvfp4, 19, 4, false, false},
+    {Kind::kBf16, 1, 4, true, false},         {Kind::kBf16, 6, 2, false, true},
+    {Kind::kBf16, 19, 4, true, true},         {Kind::kNvfp4, 1, 2, true, false},
+    {Kind::kNvfp4, 6, 4, true, true},         {Kind::kNvfp4, 19, 4, false, false},
     {Kind::kFp8BlockBf16, 7, 3, true, false}, {Kind::kFp8BlockBf16, 19, 2, true, true},
-    {Kind::kInt4Gptq, 1, 4, true, true},     {Kind::kInt4Gptq, 9, 2, true, false},
+    {Kind::kInt4Gptq, 1, 4, true, true},      {Kind::kInt4Gptq, 9, 2, true, false},
 };
 
 TEST(BackendOps, Moe) {
@@ -251,8 +252,9 @@ TEST(BackendOps, MoeBatchInvariance) {
       const std::size_t row = static_cast<std::size_t>(m.H) * 2;
       for (auto [t0, n] : {std::pair<int64_t, int64_t>{0, 1}, {5, 1}, {s.T - 1, 1}, {2, 6}}) {
         const Output part = run_moe(b, m, mh, t0, n);
-        if (!same_bytes(batch, t0 * row, part, 0, part.bytes.size(),
-                        cat(col.spec.name, " moe ", describe(s), ": tokens ", t0, "..", t0 + n - 1, " alone vs in the batch")))
+        if (!same_bytes(
+                batch, t0 * row, part, 0, part.bytes.size(),
+                cat(col.spec.name, " moe ", describe(s), ": tokens ", t0, "..", t0 + n - 1, " alone vs in the batch")))
           return;
       }
     }

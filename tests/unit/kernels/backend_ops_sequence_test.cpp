@@ -12,7 +12,6 @@
 
 #include "backend_ops_harness.h"
 #include "kernel_test_util.h"
-#include "kernels/activation.h"
 
 namespace fp4serve::kernels::test::ops {
 namespace {
@@ -22,7 +21,7 @@ namespace {
 struct AttnShape {
   int Hq, Hkv, D;
   KvDtype kv;
-  int64_t block;                                 // 0: one contiguous cache per sequence
+  int64_t block;                                  // 0: one contiguous cache per sequence
   std::vector<std::pair<int64_t, int64_t>> seqs;  // (pos0, new rows) of each sequence in the step
   float k_mag = 1.0f;                             // spread of k (30: fp8 codes saturate at 448)
 };
@@ -98,15 +97,18 @@ AttnStep prepare_step(Backend& b, const AttnShape& s, uint32_t seed) {
     row0 += n;
     if (pos0 > 0) {  // the sequence's cached tokens, written as an earlier step would have
       const uint32_t hs = seed + 100 + static_cast<uint32_t>(i);
-      DeviceTensor kh = upload(b, DType::kBF16, {pos0, s.Hkv, s.D}, to_bf16(random_f32(pos0 * row, hs, s.k_mag)), "k history");
-      DeviceTensor vh = upload(b, DType::kBF16, {pos0, s.Hkv, s.D}, to_bf16(random_f32(pos0 * row, hs + 50)), "v history");
+      DeviceTensor kh =
+          upload(b, DType::kBF16, {pos0, s.Hkv, s.D}, to_bf16(random_f32(pos0 * row, hs, s.k_mag)), "k history");
+      DeviceTensor vh =
+          upload(b, DType::kBF16, {pos0, s.Hkv, s.D}, to_bf16(random_f32(pos0 * row, hs + 50)), "v history");
       const AttentionSeqDesc hist{{0, pos0, 0}, kv};
       b.kv_write({&hist, 1}, kh.view, vh.view);
     }
   }
   const int64_t T = st.rows;
   st.q = upload(b, DType::kBF16, {T, s.Hq, s.D}, to_bf16(random_f32(T * s.Hq * s.D, seed + 1, 2.0f)), "q");
-  st.gate = upload(b, DType::kBF16, {T, int64_t(s.Hq) * s.D}, to_bf16(random_f32(T * s.Hq * s.D, seed + 2, 2.0f)), "gate");
+  st.gate =
+      upload(b, DType::kBF16, {T, int64_t(s.Hq) * s.D}, to_bf16(random_f32(T * s.Hq * s.D, seed + 2, 2.0f)), "gate");
   st.k = upload(b, DType::kBF16, {T, s.Hkv, s.D}, to_bf16(random_f32(T * row, seed + 3, s.k_mag)), "k");
   st.v = upload(b, DType::kBF16, {T, s.Hkv, s.D}, to_bf16(random_f32(T * row, seed + 4)), "v");
   return st;
@@ -131,9 +133,9 @@ std::vector<AttnShape> attention_shapes() {
   for (KvDtype kv : {KvDtype::kBf16, KvDtype::kFp8E4M3})
     for (int64_t block : {0, 16})
       for (const auto& seqs : steps) out.push_back({4, 2, 64, kv, block, seqs});
-  out.push_back({8, 1, 32, KvDtype::kBf16, 16, {{20, 2}, {3, 5}}});  // 8 q heads per kv head
+  out.push_back({8, 1, 32, KvDtype::kBf16, 16, {{20, 2}, {3, 5}}});    // 8 q heads per kv head
   out.push_back({16, 2, 256, KvDtype::kBf16, 16, {{40, 1}, {0, 3}}});  // the model's heads
-  out.push_back({4, 2, 64, KvDtype::kFp8E4M3, 16, {{9, 4}}, 30.0f});    // fp8 codes saturating
+  out.push_back({4, 2, 64, KvDtype::kFp8E4M3, 16, {{9, 4}}, 30.0f});   // fp8 codes saturating
   return out;
 }
 
@@ -175,7 +177,8 @@ TEST(BackendOps, AttentionBatchInvariance) {
         b.kv_write(st.descs, st.k.view, st.v.view);
         const Output batch = run_attention(b, st, st.descs, math);
         const std::size_t row = static_cast<std::size_t>(st.gate.view.dim(1)) * 2;
-        const std::string what = cat(col.spec.name, " attention ", describe(s), math == AttentionMath::kHfEager ? " hf-eager" : " fp32");
+        const std::string what =
+            cat(col.spec.name, " attention ", describe(s), math == AttentionMath::kHfEager ? " hf-eager" : " fp32");
         for (const AttentionSeqDesc& d : st.descs) {
           // The sequence alone in the step.
           const Output alone = run_attention(b, st, {&d, 1}, math);
@@ -187,8 +190,9 @@ TEST(BackendOps, AttentionBatchInvariance) {
             AttentionSeqDesc one = d;
             one.seq = {d.seq.row0 + t, 1, d.seq.pos0 + t};
             const Output tok = run_attention(b, st, {&one, 1}, math);
-            if (!same_bytes(batch, (d.seq.row0 + t) * row, tok, (d.seq.row0 + t) * row, row,
-                            cat(what, ": token ", t, " of the sequence at row ", d.seq.row0, " alone vs in its prefill")))
+            if (!same_bytes(
+                    batch, (d.seq.row0 + t) * row, tok, (d.seq.row0 + t) * row, row,
+                    cat(what, ": token ", t, " of the sequence at row ", d.seq.row0, " alone vs in its prefill")))
               return;
           }
         }
@@ -217,14 +221,15 @@ GdnHost make_gdn_host(const GdnDims& d, const std::vector<int64_t>& rows, uint32
   const auto a = random_f32(T * d.Hv, seed + 4);
   for (float v : a) {
     h.g.push_back(-0.3f * std::fabs(v));
-    h.beta.push_back(round_bf16(sigmoid(2.0f * v)));
+    h.beta.push_back(round_bf16(1.0f / (1.0f + std::exp(-2.0f * v))));  // a sigmoid, bf16 as the model's
   }
   return h;
 }
 
 // gdn_sequence for the sequences `seqs` of `h` (stacked in that order), each processed in pieces of
 // split[0], split[1], ... rows (the last piece takes the rest; empty split: one call each).
-std::vector<Output> run_gdn(Backend& b, const GdnHost& h, const std::vector<int>& seqs, const std::vector<int64_t>& split) {
+std::vector<Output> run_gdn(Backend& b, const GdnHost& h, const std::vector<int>& seqs,
+                            const std::vector<int64_t>& split) {
   const GdnDims& d = h.d;
   const int64_t C = d.conv_dim(), S = static_cast<int64_t>(seqs.size());
   std::vector<uint16_t> x, conv0;
@@ -234,7 +239,8 @@ std::vector<Output> run_gdn(Backend& b, const GdnHost& h, const std::vector<int>
     x.insert(x.end(), h.x.begin() + r0 * C, h.x.begin() + (r0 + n) * C);
     g.insert(g.end(), h.g.begin() + r0 * d.Hv, h.g.begin() + (r0 + n) * d.Hv);
     beta.insert(beta.end(), h.beta.begin() + r0 * d.Hv, h.beta.begin() + (r0 + n) * d.Hv);
-    conv0.insert(conv0.end(), h.conv0.begin() + i * d.conv_state_elems(), h.conv0.begin() + (i + 1) * d.conv_state_elems());
+    conv0.insert(conv0.end(), h.conv0.begin() + i * d.conv_state_elems(),
+                 h.conv0.begin() + (i + 1) * d.conv_state_elems());
     ssm0.insert(ssm0.end(), h.ssm0.begin() + i * d.state_elems(), h.ssm0.begin() + (i + 1) * d.state_elems());
   }
   const int64_t T = static_cast<int64_t>(x.size()) / C;
@@ -248,7 +254,8 @@ std::vector<Output> run_gdn(Backend& b, const GdnHost& h, const std::vector<int>
   DeviceTensor core = alloc(b, DType::kBF16, {T, d.value_dim()}, "core out");
   int64_t row0 = 0;
   for (int64_t s = 0; s < S; ++s) {
-    const GdnStateRef state{conv.view.as<uint16_t>() + s * d.conv_state_elems(), ssm.view.as<float>() + s * d.state_elems()};
+    const GdnStateRef state{conv.view.as<uint16_t>() + s * d.conv_state_elems(),
+                            ssm.view.as<float>() + s * d.state_elems()};
     const int64_t n = h.rows[seqs[static_cast<std::size_t>(s)]];
     for (int64_t done = 0, piece = 0; done < n; ++piece) {
       const bool last = piece >= static_cast<int64_t>(split.size());
@@ -275,8 +282,8 @@ TEST(BackendOps, GdnSequence) {
     std::vector<int64_t> rows, split;
   };
   const Shape shapes[] = {
-      {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {}},     {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {1, 2}},
-      {gdn_dims(1, 2, 24, 40), {5}, {}},           {gdn_dims(1, 2, 24, 40), {5}, {4}},
+      {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {}},   {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {1, 2}},
+      {gdn_dims(1, 2, 24, 40), {5}, {}},         {gdn_dims(1, 2, 24, 40), {5}, {4}},
       {gdn_dims(16, 32, 128, 128), {1, 3}, {2}},  // the model's heads (its 2 MB state: one case)
   };
   for (const Shape& s : shapes) {
@@ -307,9 +314,9 @@ TEST(BackendOps, GdnSequenceBatchAndSplitInvariance) {
         const std::string what = cat(col.spec.name, " gdn sequence ", i, " alone, split in ", split.size() + 1,
                                      " pieces, vs whole in the batch");
         const std::size_t r0 = static_cast<std::size_t>(host.row0[i]), n = static_cast<std::size_t>(host.rows[i]);
-        const std::size_t sizes[] = {static_cast<std::size_t>(d.conv_dim()) * 2, static_cast<std::size_t>(d.value_dim()) * 2,
-                                     static_cast<std::size_t>(d.conv_state_elems()) * 2,
-                                     static_cast<std::size_t>(d.state_elems()) * 4};
+        const std::size_t sizes[] = {
+            static_cast<std::size_t>(d.conv_dim()) * 2, static_cast<std::size_t>(d.value_dim()) * 2,
+            static_cast<std::size_t>(d.conv_state_elems()) * 2, static_cast<std::size_t>(d.state_elems()) * 4};
         bool ok = same_bytes(batch[0], r0 * sizes[0], alone[0], 0, n * sizes[0], what) &&
                   same_bytes(batch[1], r0 * sizes[1], alone[1], 0, n * sizes[1], what) &&
                   same_bytes(batch[2], i * sizes[2], alone[2], 0, sizes[2], what) &&

@@ -35,10 +35,12 @@ TEST(BackendOpsHarness, FlagsColumnsOffTheReference) {
   };
   auto every = [](const BackendSpec&) { return true; };
   const Edit one_ulp = [](std::vector<float>& v) { v[3] = std::nextafter(v[3], INFINITY); };
-  EXPECT_NONFATAL_FAILURE(h.check(perturbed(OpClass::kMath, kNmseExactMath, [](std::vector<float>& v) { v[5] *= 1.01f; }, every)),
+  EXPECT_NONFATAL_FAILURE(h.check(perturbed(
+                              OpClass::kMath, kNmseExactMath, [](std::vector<float>& v) { v[5] *= 1.01f; }, every)),
                           "off the reference");
   EXPECT_NONFATAL_FAILURE(h.check(perturbed(OpClass::kMove, 1.0, one_ulp, every)), "off the reference");
-  EXPECT_NONFATAL_FAILURE(h.check(perturbed(OpClass::kMatmul, 1.0, [](std::vector<float>& v) { v[0] = NAN; }, every)),
+  EXPECT_NONFATAL_FAILURE(h.check(perturbed(
+                              OpClass::kMatmul, 1.0, [](std::vector<float>& v) { v[0] = NAN; }, every)),
                           "off the reference");
   // One ulp in 64 values is far inside 5e-4: it fails a column whose contract requires identical bits
   // (every CPU tier below avx512_bf16) and passes one whose contract does not.
@@ -88,8 +90,7 @@ TEST(BackendOps, RmsNormOutOfPlaceAndInPlace) {
 TEST(BackendOps, RmsNormGated) {
   Harness h;
   for (auto [R, D] : {std::pair<int64_t, int64_t>{1, 128}, {12, 40}, {7, 128}}) {
-    h.check({"rmsnorm_gated", cat("R=", R, " D=", D), OpClass::kMath, kNmseExactMath,
-             [=](Backend& b, uint32_t seed) {
+    h.check({"rmsnorm_gated", cat("R=", R, " D=", D), OpClass::kMath, kNmseExactMath, [=](Backend& b, uint32_t seed) {
                const auto x = to_bf16(random_f32(R * D, seed, 2.0f));
                const auto z = to_bf16(random_f32(R * D, seed + 1, 2.0f));
                const auto w = random_bf16_values(D, seed + 2, 0.5f);
@@ -107,9 +108,8 @@ TEST(BackendOps, RmsNormGated) {
 // zeros, infinities and values that overflow bf16.
 std::vector<float> bf16_rounding_inputs(int64_t n, uint32_t seed) {
   std::vector<float> v = random_f32(static_cast<std::size_t>(n), seed, 3.0f);
-  const float specials[] = {0.0f, -0.0f, 1.0f + 1.0f / 256, 1.0f + 3.0f / 256, -(1.0f + 1.0f / 256),
-                            1e-40f, -3e-39f, std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), 3.4e38f, -3.39e38f};
+  const float inf = std::numeric_limits<float>::infinity(), tie = 1.0f + 1.0f / 256, odd_tie = 1.0f + 3.0f / 256;
+  const float specials[] = {0.0f, -0.0f, tie, odd_tie, -tie, 1e-40f, -3e-39f, inf, -inf, 3.4e38f, -3.39e38f};
   std::mt19937 rng(seed + 1);
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (i < std::size(specials)) {
@@ -175,7 +175,8 @@ TEST(BackendOps, Rope) {
                std::vector<int64_t> pos(s.T);
                for (auto& p : pos) p = static_cast<int64_t>(rng() % (s.max_pos + 1));
                pos.front() = 0;
-               DeviceTensor x = upload(b, DType::kBF16, {s.T, s.heads, D}, to_bf16(random_f32(s.T * s.heads * D, seed + 1)), "x");
+               DeviceTensor x =
+                   upload(b, DType::kBF16, {s.T, s.heads, D}, to_bf16(random_f32(s.T * s.heads * D, seed + 1)), "x");
                DeviceTensor p = upload(b, DType::kI64, {s.T}, pos, "positions");
                b.rope(x.view, p.view, s.cfg);
                return std::vector<Output>{download(b, x.view, "x")};
@@ -217,7 +218,8 @@ StateArena make_state_arena(Backend& b, const GdnDims& d, int layers, uint32_t s
   a.ssm = upload(b, DType::kF32, {n, ss}, random_f32(n * ss, seed + 1), "ssm states");
   for (int e = 0; e < 2; ++e)
     for (int l = 0; l < layers; ++l)
-      a.entry[e].push_back({a.conv.view.as<uint16_t>() + (e * layers + l) * cs, a.ssm.view.as<float>() + (e * layers + l) * ss});
+      a.entry[e].push_back(
+          {a.conv.view.as<uint16_t>() + (e * layers + l) * cs, a.ssm.view.as<float>() + (e * layers + l) * ss});
   return a;
 }
 
@@ -267,19 +269,22 @@ TEST(BackendOps, CopyStridedAndZero) {
       const auto v = random_f32(rows * cols, seed);
       return dt == DType::kBF16 ? upload(b, dt, {rows, cols}, to_bf16(v), what) : upload(b, dt, {rows, cols}, v, what);
     };
-    h.check({"copy", cat(t, " [", R, ", ", C, "] contiguous"), OpClass::kMove, kNmseMove, [=](Backend& b, uint32_t seed) {
-               DeviceTensor src = fill(b, R, C, seed, "src"), dst = fill(b, R, C, seed + 1, "dst");
-               b.copy(dst.view, src.view);
-               return std::vector<Output>{download(b, dst.view, "dst")};
-             }});
-    h.check({"copy", cat(t, " strided halves -> contiguous"), OpClass::kMove, kNmseMove, [=](Backend& b, uint32_t seed) {
-               DeviceTensor src = fill(b, R, 2 * C, seed, "src"), lo = fill(b, R, C, seed + 1, "lo"),
-                            hi = fill(b, R, C, seed + 2, "hi");
-               b.copy(lo.view, columns_of(src.view, 0, C));
-               b.copy(hi.view, columns_of(src.view, C, C));
-               return std::vector<Output>{download(b, lo.view, "lo"), download(b, hi.view, "hi")};
-             }});
-    h.check({"copy", cat(t, " contiguous -> strided rows 2..11"), OpClass::kMove, kNmseMove, [=](Backend& b, uint32_t seed) {
+    h.check(
+        {"copy", cat(t, " [", R, ", ", C, "] contiguous"), OpClass::kMove, kNmseMove, [=](Backend& b, uint32_t seed) {
+           DeviceTensor src = fill(b, R, C, seed, "src"), dst = fill(b, R, C, seed + 1, "dst");
+           b.copy(dst.view, src.view);
+           return std::vector<Output>{download(b, dst.view, "dst")};
+         }});
+    h.check(
+        {"copy", cat(t, " strided halves -> contiguous"), OpClass::kMove, kNmseMove, [=](Backend& b, uint32_t seed) {
+           DeviceTensor src = fill(b, R, 2 * C, seed, "src"), lo = fill(b, R, C, seed + 1, "lo"),
+                        hi = fill(b, R, C, seed + 2, "hi");
+           b.copy(lo.view, columns_of(src.view, 0, C));
+           b.copy(hi.view, columns_of(src.view, C, C));
+           return std::vector<Output>{download(b, lo.view, "lo"), download(b, hi.view, "hi")};
+         }});
+    h.check({"copy", cat(t, " contiguous -> strided rows 2..11"), OpClass::kMove, kNmseMove,
+             [=](Backend& b, uint32_t seed) {
                DeviceTensor src = fill(b, 9, C, seed, "src"), dst = fill(b, R, C + 20, seed + 1, "dst");
                b.copy(columns_of(dst.view, 7, C, 2, 9), src.view);
                return std::vector<Output>{download(b, dst.view, "dst")};
@@ -353,8 +358,8 @@ TEST(BackendOps, Sample) {
              }
              for (const TokenLogprob& t : top) ints.push_back(t.token), lps.push_back(t.logprob);
              ints.push_back(static_cast<int64_t>(draws));
-             return std::vector<Output>{host_output("tokens, ranks, top ids, draws", ints), host_output("logprobs", lps),
-                                        download(b, l.view, "logits after")};
+             return std::vector<Output>{host_output("tokens, ranks, top ids, draws", ints),
+                                        host_output("logprobs", lps), download(b, l.view, "logits after")};
            }});
 }
 
