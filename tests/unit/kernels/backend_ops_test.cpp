@@ -297,6 +297,33 @@ TEST(BackendOps, CopyStridedAndZero) {
   }
 }
 
+// What backend.h says an op throws for, on every backend (before touching memory it does not own).
+TEST(BackendOps, BadArgumentsThrowOnEveryBackend) {
+  Harness h;
+  for (Harness::Column& col : h.columns()) {
+    SCOPED_TRACE(col.spec.name);
+    Backend& b = *col.backend;
+    const std::vector<uint16_t> table(10 * 8, 0);
+    DeviceTensor ids = upload(b, DType::kI32, {2}, std::vector<int32_t>{3, 10}, "ids");
+    DeviceTensor out = alloc(b, DType::kBF16, {2, 8}, "out");
+    EXPECT_ANY_THROW(b.embedding(prepared(b, DType::kBF16, {10, 8}, table.data()), ids.view, out.view));
+    DeviceTensor x = alloc(b, DType::kBF16, {4, 8}, "x");
+    const std::vector<int64_t> outside = {1, 4};
+    EXPECT_THROW(b.gather_rows(x.view, outside, out.view), std::exception);
+    RandomWeight w = make_random_weight(WeightKind::kBf16, 5, 16, 1);  // K 16 for x of K 8
+    DeviceTensor y = alloc(b, DType::kF32, {4, 5}, "y");
+    const LinearOut o{b.prepare_linear(w.view), y.view};
+    EXPECT_THROW(b.linears(x.view, {&o, 1}), std::invalid_argument);
+    // A KV write past a contiguous cache's capacity.
+    DeviceTensor kc = alloc(b, DType::kBF16, {4, 1, 8}, "k cache"), vc = alloc(b, DType::kBF16, {4, 1, 8}, "v cache");
+    KvView kv;
+    kv.k = kc.view.data, kv.v = vc.view.data, kv.capacity = 4, kv.n_kv_heads = 1, kv.head_dim = 8;
+    DeviceTensor k = alloc(b, DType::kBF16, {2, 1, 8}, "k");
+    const AttentionSeqDesc past{{0, 2, 3}, kv};
+    EXPECT_ANY_THROW(b.kv_write({&past, 1}, k.view, k.view));
+  }
+}
+
 // An output made on the host from the op's results (sample writes host structs, not device views).
 template <class T>
 Output host_output(const std::string& name, const std::vector<T>& v) {
