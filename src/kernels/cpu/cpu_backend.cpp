@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -38,6 +39,13 @@ std::shared_ptr<void> zeroed_memory(std::size_t bytes, std::string_view what) {
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
+// The kernels behind most ops walk a tensor as one block of rows: a view with strided rows
+// (tensor_view.h allows them where an op does not say otherwise) is rejected, never read as if
+// contiguous (which read and wrote the bytes between its rows).
+void expect_contiguous(std::initializer_list<const TensorView*> views, const char* op) {
+  for (const TensorView* v : views)
+    if (!v->is_contiguous()) throw std::invalid_argument(std::string(op) + ": the CPU backend takes contiguous views only");
+}
 
 void check_rows(const TensorView& v, int64_t rows, const char* what) {
   if (v.rank < 1 || v.dim(0) < rows) throw std::invalid_argument(std::string(what) + ": fewer rows than the step");
@@ -203,6 +211,7 @@ void CpuBackend::embedding(const TensorView& table, const TensorView& ids, const
   expect_view(table, DType::kBF16, {-1, -1}, "embedding table");
   expect_view(ids, DType::kI32, {-1}, "embedding ids");
   expect_view(out, DType::kBF16, {ids.dim(0), table.dim(1)}, "embedding out");
+  expect_contiguous({&table, &out}, "embedding");
   embedding_lookup(table.as<const uint16_t>(), table.dim(0), table.dim(1), ids.as<const int32_t>(), ids.dim(0),
                    out.as<uint16_t>());
 }
@@ -222,6 +231,7 @@ void CpuBackend::rmsnorm_gated(const TensorView& x, const TensorView& z, const T
   expect_view(z, DType::kBF16, {x.dim(0), x.dim(1)}, "rmsnorm_gated z");
   expect_view(w, DType::kF32, {x.dim(1)}, "rmsnorm_gated weight");
   expect_view(out, DType::kBF16, {x.dim(0), x.dim(1)}, "rmsnorm_gated out");
+  expect_contiguous({&x, &z, &out}, "rmsnorm_gated");
   kernels::rmsnorm_gated(x.as<const uint16_t>(), z.as<const uint16_t>(), x.dim(0), x.dim(1), w.as<const float>(), eps,
                          out.as<uint16_t>(), isa_);
 }
@@ -257,6 +267,7 @@ void CpuBackend::round_bf16(const TensorView& x) {
 void CpuBackend::residual_add(const TensorView& x, const TensorView& y) {
   expect_view(x, DType::kBF16, {-1, -1}, "residual x");
   expect_view(y, DType::kBF16, {x.dim(0), x.dim(1)}, "residual y");
+  expect_contiguous({&x, &y}, "residual_add");
   uint16_t* a = x.as<uint16_t>();
   const uint16_t* b = y.as<const uint16_t>();
   const int64_t n = x.numel();
@@ -266,12 +277,14 @@ void CpuBackend::residual_add(const TensorView& x, const TensorView& y) {
 void CpuBackend::rope(const TensorView& x, const TensorView& positions, const RopeConfig& cfg) {
   expect_view(x, DType::kBF16, {-1, -1, cfg.head_dim}, "rope x");
   expect_view(positions, DType::kI64, {x.dim(0)}, "rope positions");
+  expect_contiguous({&x}, "rope");
   apply_rope_text(x.as<uint16_t>(), x.dim(0), x.dim(1), cfg, positions.as<const int64_t>());
 }
 
 void CpuBackend::kv_write(std::span<const AttentionSeqDesc> seqs, const TensorView& k, const TensorView& v) {
   expect_view(k, DType::kBF16, {-1, -1, -1}, "kv_write k");
   expect_view(v, DType::kBF16, {k.dim(0), k.dim(1), k.dim(2)}, "kv_write v");
+  expect_contiguous({&k, &v}, "kv_write");
   const int64_t row = k.dim(1) * k.dim(2);
   for (const AttentionSeqDesc& s : seqs) {
     if (s.seq.rows == 0) continue;
@@ -287,6 +300,7 @@ void CpuBackend::attention(std::span<const AttentionSeqDesc> seqs, const TensorV
   const int64_t T = q.dim(0), Hq = q.dim(1), D = q.dim(2);
   expect_view(gate, DType::kBF16, {T, Hq * D}, "attention gate");
   expect_view(out, DType::kBF16, {T, Hq * D}, "attention out");
+  expect_contiguous({&q, &gate, &out}, "attention");
   AttentionSeq* work = scratch<AttentionSeq>(Scratch::kAttnSeqs, seqs.size());
   std::size_t n = 0;
   for (const AttentionSeqDesc& s : seqs) {
@@ -313,6 +327,7 @@ void CpuBackend::gdn_gating(const TensorView& a, const TensorView& b, const Tens
   expect_view(dt_bias, DType::kF32, {Hv}, "gdn_gating dt_bias");
   expect_view(g, DType::kF32, {T, Hv}, "gdn_gating g");
   expect_view(beta, DType::kF32, {T, Hv}, "gdn_gating beta");
+  expect_contiguous({&a, &b, &g, &beta}, "gdn_gating");
   kernels::gdn_gating(a.as<const float>(), b.as<const float>(), A_log.as<const float>(), dt_bias.as<const float>(), T,
                       static_cast<int>(Hv), g.as<float>(), beta.as<float>());
 }
@@ -327,6 +342,7 @@ void CpuBackend::gdn_sequence(const GdnDims& d, const TensorView& conv_weight, c
   expect_view(core_out, DType::kBF16, {x.dim(0), Vd}, "gdn core out");
   expect_view(g, DType::kF32, {x.dim(0), d.Hv}, "gdn g");
   expect_view(beta, DType::kF32, {x.dim(0), d.Hv}, "gdn beta");
+  expect_contiguous({&conv_weight, &x, &g, &beta, &qkv_out, &core_out}, "gdn_sequence");
   if (s.seq.rows == 0) return;
   check_rows(x, s.seq.row0 + s.seq.rows, "gdn_sequence");
   const int64_t r = s.seq.row0, m = s.seq.rows;
@@ -339,6 +355,7 @@ void CpuBackend::gdn_sequence(const GdnDims& d, const TensorView& conv_weight, c
 void CpuBackend::moe(const TensorView& x, const MoeHandle& moe, const TensorView& out) {
   expect_view(x, DType::kBF16, {-1, moe.hidden}, "moe x");
   expect_view(out, DType::kBF16, {x.dim(0), moe.hidden}, "moe out");
+  expect_contiguous({&x, &out}, "moe");
   moe_block(x.as<const uint16_t>(), x.dim(0), *static_cast<const MoeWeights*>(moe.impl), out.as<uint16_t>(), isa_);
 }
 
@@ -361,6 +378,7 @@ void CpuBackend::gather_rows(const TensorView& x, std::span<const int64_t> rows,
   expect_view(x, DType::kBF16, {-1, -1}, "gather_rows x");
   const int64_t H = x.dim(1);
   expect_view(out, DType::kBF16, {static_cast<int64_t>(rows.size()), H}, "gather_rows out");
+  expect_contiguous({&out}, "gather_rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= x.dim(0)) throw std::out_of_range("gather_rows: row outside the step");
     std::copy_n(x.as<const uint16_t>() + rows[i] * x.stride[0], H, out.as<uint16_t>() + static_cast<int64_t>(i) * H);
