@@ -14,11 +14,13 @@ ModelRunner::ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerCo
                             static_cast<int>(c.num_key_value_heads), static_cast<int>(c.head_dim), config.kv_dtype);
   slots_ = model::GdnStateArena(config.num_state_slots, num_gdn, model.gdn_dims());
   snapshots_ = model::GdnStateArena(config.num_snapshots, num_gdn, model.gdn_dims());
+  rollback_ = GdnRollback(config.max_num_seqs, config.num_speculative_tokens, num_gdn, model.gdn_dims());
 }
 
 std::vector<float> ModelRunner::execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows) {
   std::vector<model::BatchSequence> batch;
   batch.reserve(step.scheduled.size());
+  rollback_.begin_step(step.scheduled.size());
   for (const ScheduledRequest& s : step.scheduled) {
     if (s.state_slot < 0) throw EngineLogicError("scheduled request without a GDN state slot");
     switch (s.state_init) {
@@ -27,15 +29,17 @@ std::vector<float> ModelRunner::execute(const SchedulerOutput& step, const Promp
       case StateInit::kContinue: break;
     }
     model::BatchSequence b;
-    b.tokens = s.request->all_token_ids().subspan(static_cast<size_t>(s.start_position),
-                                                  static_cast<size_t>(s.num_scheduled_tokens));
+    b.tokens = s.tokens;
     b.pos0 = s.start_position;
     b.gdn = slots_.refs(s.state_slot);
     for (int l = 0; l < num_attention_layers_; ++l) b.kv.push_back(kv_.view(l, s.block_table, 1.0f, 1.0f));
     for (const SnapshotPoint& p : step.snapshots_of(s)) {
       b.copies.push_back(model::StateCopyPoint{p.after_tokens, snapshots_.refs(p.snapshot_id)});
     }
-    b.logits = s.needs_logits ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
+    rollback_.add_copy_points(batch.size(), s, b);
+    using Logits = model::BatchSequence::Logits;
+    b.logits = !s.needs_logits ? Logits::kNone : s.num_draft_tokens > 0 ? Logits::kLastN : Logits::kLast;
+    b.last_rows = s.num_logit_rows();
     b.sink_rows = s.prompt_logit_rows;
     if (s.prompt_logit_rows > 0 && !prompt_rows) throw EngineLogicError("prompt logit rows without a sink");
     batch.push_back(std::move(b));

@@ -2,7 +2,8 @@
 // KV cache behind block ids, the GDN state arena behind slot ids, the snapshot arena behind snapshot
 // ids), prepares each request's state (zero, restore from a snapshot, continue), runs the forward
 // and returns the logits rows of the requests that sample this step; rows that score prompt tokens
-// (prompt logprobs) stream to a callback instead.
+// (prompt logprobs) stream to a callback instead. Verify steps (speculative decoding) get a row per
+// token and have their GDN state rolled back afterwards (gdn_rollback.h).
 #pragma once
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <functional>
 #include <vector>
 
+#include "engine/gdn_rollback.h"
 #include "engine/scheduler_output.h"
 #include "model/paged_kv_cache.h"
 #include "model/qwen3_5_moe.h"
@@ -23,6 +25,8 @@ struct ModelRunnerConfig {
   kernels::KvDtype kv_dtype = kernels::KvDtype::kBf16;
   int num_state_slots = 0;
   int num_snapshots = 0;
+  int max_num_seqs = 0;            // with num_speculative_tokens: sizes the GDN rollback arena
+  int num_speculative_tokens = 0;
 };
 
 class ModelRunner {
@@ -34,9 +38,16 @@ class ModelRunner {
   using PromptRowSink =
       std::function<void(const ScheduledRequest& s, int first_position, int count, const float* rows)>;
 
-  // Logits rows ([rows, vocab]) of the scheduled requests with needs_logits, in their order.
-  // prompt_rows is required when a scheduled request has prompt_logit_rows.
+  // Logits rows ([rows, vocab]) of the scheduled requests with needs_logits, in their order
+  // (num_logit_rows() each). prompt_rows is required when a scheduled request has prompt_logit_rows.
   std::vector<float> execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows = {});
+  // After the scheduler's update_from_emitted of the same step: rolls verify requests' GDN state back
+  // to their kept length and fills the snapshots their kept drafts passed. A no-op without drafts.
+  void apply_verify_outcomes(const SchedulerOutput& step) { rollback_.apply(step, slots_, snapshots_); }
+
+  // For tests: the memory behind slot ids and block ids.
+  model::GdnStateArena& state_slots() { return slots_; }
+  model::PagedKvCache& kv_cache() { return kv_; }
 
   const model::Qwen35MoeModel& model() const { return *model_; }
   // Fault injection for the canary's proof (issue 7): while on, the GDN state (recurrent and conv) of
@@ -51,6 +62,7 @@ class ModelRunner {
   model::PagedKvCache kv_;
   model::GdnStateArena slots_;
   model::GdnStateArena snapshots_;
+  GdnRollback rollback_;
   std::atomic<bool> corrupt_gdn_state_{false};
 };
 

@@ -285,6 +285,8 @@ std::vector<float> Qwen35MoeModel::forward_step(const std::vector<BatchSequence>
       for (int64_t r = r0; r < r1; ++r) rows.push_back(r);
     } else if (step[s].logits == BatchSequence::Logits::kLast) {
       rows.push_back(r1 - 1);
+    } else if (step[s].logits == BatchSequence::Logits::kLastN) {
+      for (int64_t r = std::max(r0, r1 - step[s].last_rows); r < r1; ++r) rows.push_back(r);
     }
   }
   timed(profile ? &profile->lm_head_s : nullptr, [&] { stream_sink_rows(step, L.offset, x.data(), sink); });

@@ -1,0 +1,58 @@
+// Rolling the GDN state back after a verify step (speculative decoding). A KV cache is rolled back by
+// forgetting rows; the recurrent state cannot be: after the step it already includes every draft. So
+// while the step runs, the model copies the state after each of the first d of the request's 1 + d
+// tokens into a rollback entry (in-step StateCopyPoints, the mechanism prefix-cache snapshots use);
+// once the scheduler knows how many tokens were kept, the slot is restored from the entry of the
+// last kept one (nothing to do when all were kept: the slot already holds that state), and the
+// prefix-cache snapshots that fell inside the kept drafts are copied from the entries too.
+//
+// vLLM does the same for its hybrid models with 1 + num_speculative_tokens state blocks per request,
+// the kernel writing the state after each position and the next step reading the accepted one
+// [vllm: v1/attention/backends/gdn_attn.py, spec_state_indices / num_accepted_tokens]; here the
+// entries are a separate arena so a slot stays one entry.
+//
+// Cost (Qwen3.6-35B-A3B: one GDN state is ~61 MiB per sequence, 30 layers x 2 MiB): a verify step
+// writes d x 61 MiB per request into the rollback entries and, after a rejection, copies 61 MiB back;
+// at 4 drafts and 32 requests that is ~7.6 GiB of copies per step, more than the step reads in
+// weights. The arena holds max_num_seqs x d entries (256 x 4 x 61 MiB = 61 GiB at the defaults), which
+// the cache plan counts. The cheaper alternative for the real model, left for the MTP issue: keep one
+// copy of the state before the step and, on a rejection, replay the recurrence of the kept tokens from
+// their saved per-token inputs (q, k, v, gate, beta: a few KiB per token and layer).
+//
+// Entries are handed out per step in scheduled order, d per verify request, so max_num_seqs x
+// num_speculative_tokens always suffice.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "engine/scheduler_output.h"
+#include "model/state_arena.h"
+#include "model/step_batch.h"
+
+namespace fp4serve::engine {
+
+class GdnRollback {
+ public:
+  GdnRollback() = default;
+  GdnRollback(int max_num_seqs, int num_speculative_tokens, int num_gdn_layers, const kernels::GdnDims& dims);
+
+  int num_entries() const { return entries_.entries(); }
+
+  // Start of a step of num_scheduled requests: no entries in use.
+  void begin_step(std::size_t num_scheduled);
+  // For a verify request, appends to b.copies the state copies after each of its first d tokens
+  // (b.copies must hold no other points). EngineLogicError when the arena is too small.
+  void add_copy_points(std::size_t scheduled_index, const ScheduledRequest& s, model::BatchSequence& b);
+  // After update_from_emitted: restores each verify request's slot to its kept length and copies the
+  // kept snapshots (SchedulerOutput::verify_outcomes) into the snapshot arena.
+  void apply(const SchedulerOutput& step, model::GdnStateArena& slots, model::GdnStateArena& snapshots);
+
+ private:
+  model::GdnStateArena entries_;
+  int num_gdn_layers_ = 0;        // 0: a model without GDN layers has no state to roll back
+  std::vector<int> first_entry_;  // per scheduled request of the current step (-1: no drafts)
+  int next_entry_ = 0;
+};
+
+}  // namespace fp4serve::engine
