@@ -384,7 +384,17 @@ struct Engine::Impl {
       d.finish_reason = seq.finish_reason;
       d.stop_reason = seq.stop_reason;
     }
-    p.pending.deltas.push_back(std::move(d));
+    // A verify step gives a sequence several tokens at once: one delta per sequence per output.
+    if (!p.pending.deltas.empty() && p.pending.deltas.back().index == d.index) {
+      SequenceDelta& last = p.pending.deltas.back();
+      last.token_ids.insert(last.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
+      last.text += d.text;
+      for (SampleLogprobs& lp : d.logprobs) last.logprobs.push_back(std::move(lp));
+      last.finish_reason = std::move(d.finish_reason);
+      last.stop_reason = std::move(d.stop_reason);
+    } else {
+      p.pending.deltas.push_back(std::move(d));
+    }
   }
 
   void flush_parent(std::unordered_map<std::string, std::unique_ptr<ParentTrack>>::iterator it,

@@ -11,13 +11,15 @@
 // [vllm: v1/attention/backends/gdn_attn.py, spec_state_indices / num_accepted_tokens]; here the
 // entries are a separate arena so a slot stays one entry.
 //
-// Cost (Qwen3.6-35B-A3B: one GDN state is ~61 MiB per sequence, 30 layers x 2 MiB): a verify step
-// writes d x 61 MiB per request into the rollback entries and, after a rejection, copies 61 MiB back;
-// at 4 drafts and 32 requests that is ~7.6 GiB of copies per step, more than the step reads in
-// weights. The arena holds max_num_seqs x d entries (256 x 4 x 61 MiB = 61 GiB at the defaults), which
-// the cache plan counts. The cheaper alternative for the real model, left for the MTP issue: keep one
-// copy of the state before the step and, on a rejection, replay the recurrence of the kept tokens from
-// their saved per-token inputs (q, k, v, gate, beta: a few KiB per token and layer).
+// Cost (Qwen3.6-35B-A3B: one GDN state is ~61 MiB per sequence, 30 layers x 2 MiB of recurrent
+// state): a verify step writes d x 61 MiB per request into the rollback entries (0.24 GiB at d = 4,
+// about 15% of the ~1.7 GB of NVFP4 weights a batch-1 decode step reads; 7.6 GiB per step at batch
+// 32) and, after a rejection, copies 61 MiB back. The arena holds max_num_seqs x d entries (64 x 4 x
+// 61 MiB = 15 GiB), which the cache plan takes from the state half of the budget, so speculative
+// decoding lowers the max_num_seqs that fits. The cheaper alternative for the real model, left for
+// the MTP issue: keep one copy of the state before the step and, after a rejection, replay the
+// recurrence of the kept tokens from their saved per-token inputs (q, k, v, gate, beta: a few KiB per
+// token and layer).
 //
 // Entries are handed out per step in scheduled order, d per verify request, so max_num_seqs x
 // num_speculative_tokens always suffice.

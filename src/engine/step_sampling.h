@@ -16,10 +16,11 @@
 // emit: identical output for greedy and seeded requests, whatever the drafts. An unseeded random
 // request still draws every emitted token from the target distribution with a fresh uniform, but it
 // takes one engine-generator draw per row, rejected rows included, so its stream differs from a run
-// without drafts (as it does anyway under a different batch). vLLM's probabilistic rule (accept with
-// probability p_target / p_draft) is also lossless in distribution and accepts more often for a
-// random request, but cannot give seeded requests the plain decode's exact tokens; with exact-match
-// acceptance the drafter only ever changes speed.
+// without drafts (as it does anyway under a different batch). vLLM's rejection sampling (accept a
+// draft with probability min(1, p_target / p_draft), resample from the residual otherwise) is also
+// lossless in distribution and accepts at least as often for a random request, but cannot give a
+// seeded request the plain decode's exact tokens; with exact-match acceptance the drafter only ever
+// changes speed.
 //
 // A request that finishes inside the accepted tokens (EOS, stop token, max_tokens) stops there: the
 // scheduler drops the tokens after it (Scheduler::update_from_emitted); stop strings end it in the

@@ -11,6 +11,7 @@
 #include <random>
 #include <tuple>
 
+#include "engine/cache_plan.h"
 #include "engine/drafter.h"
 #include "engine/engine_error.h"
 #include "engine/sampling_params.h"
@@ -162,7 +163,6 @@ struct Comparable {
   std::vector<std::string> stop;
   std::vector<std::vector<std::tuple<std::int32_t, float, std::int64_t, std::vector<std::int32_t>>>> logprobs;
   std::optional<std::string> error;
-  bool operator==(const Comparable&) const = default;
 };
 
 Comparable comparable(const Finished& f) {
@@ -239,8 +239,14 @@ TEST_P(SpecDecode, OutputsEqualTheRunWithoutADrafter) {
   Engine engine(tiny_model(), qwen_tokenizer(), spec_config(drafter));
   const auto got = run_batch(engine, want.reqs);
   for (const auto& [id, f] : want.out) {
-    EXPECT_EQ(comparable(got.at(id)), comparable(f)) << id << " with " << name(GetParam()) << " drafts";
-    EXPECT_EQ(got.at(id).tokens, f.tokens) << id;
+    const Comparable a = comparable(got.at(id)), b = comparable(f);
+    const std::string where = id + " with " + name(GetParam()) + " drafts";
+    EXPECT_EQ(a.tokens, b.tokens) << where;
+    EXPECT_EQ(a.logprobs, b.logprobs) << where;  // bit-equal logprobs: bit-equal logits rows
+    EXPECT_EQ(a.text, b.text) << where;
+    EXPECT_EQ(a.finish, b.finish) << where;
+    EXPECT_EQ(a.stop, b.stop) << where;
+    EXPECT_EQ(a.error, b.error) << where;
   }
   const EngineStats s = engine.stats();
   const SpecDecodeMetrics& m = s.scheduler.spec_decode;
@@ -310,6 +316,33 @@ TEST(SpecDecodePrefixCache, RejectedDraftsLeaveNoTraceInTheCache) {
   }
 }
 
+TEST(SpecDecodeOutput, AVerifyStepSendsOneDeltaPerSequenceWithAllItsTokens) {
+  const Plain& want = plain();
+  Engine engine(tiny_model(), qwen_tokenizer(), spec_config(std::make_shared<ScriptedDrafter>(script(Mode::kExact, want.refs))));
+  const EngineRequest& req = *std::find_if(want.reqs.begin(), want.reqs.end(), [](const EngineRequest& r) { return r.id == "n2"; });
+  auto ch = engine.submit(req);
+  std::vector<std::vector<std::int32_t>> tokens(2);
+  int outputs = 0;
+  std::size_t most = 0;
+  while (true) {
+    auto out = ch->pop(std::chrono::seconds(60));
+    ASSERT_TRUE(out.has_value());
+    ++outputs;
+    std::vector<int> seen;
+    for (const SequenceDelta& d : out->deltas) {
+      EXPECT_EQ(std::count(seen.begin(), seen.end(), d.index), 0) << "two deltas for sequence " << d.index;
+      seen.push_back(d.index);
+      most = std::max(most, d.token_ids.size());
+      tokens[static_cast<std::size_t>(d.index)].insert(tokens[static_cast<std::size_t>(d.index)].end(),
+                                                       d.token_ids.begin(), d.token_ids.end());
+    }
+    if (out->finished) break;
+  }
+  EXPECT_EQ(tokens, want.out.at("n2").tokens);
+  EXPECT_GT(most, 1u) << "accepted drafts arrive together";
+  EXPECT_LT(outputs, 20);
+}
+
 TEST(SpecDecodeConfig, NoDrafterMeansNoDraftsAndATooLargeCountIsRefused) {
   EngineConfig c = small_engine_config();
   c.num_speculative_tokens = 4;  // without a drafter: off
@@ -320,6 +353,24 @@ TEST(SpecDecodeConfig, NoDrafterMeansNoDraftsAndATooLargeCountIsRefused) {
   EngineConfig bad = spec_config(std::make_shared<ScriptedDrafter>(script(Mode::kExact, std::make_shared<References>())));
   bad.num_speculative_tokens = kMaxSpeculativeTokens + 1;
   EXPECT_THROW(Engine(tiny_model(), qwen_tokenizer(), bad), EngineConfigError);
+}
+
+TEST(SpecDecodeConfig, TheCachePlanCountsTheRollbackEntries) {
+  CachePlanInput in;
+  in.budget_bytes = 1000ull << 20;
+  in.max_num_seqs = 8;
+  in.max_num_seqs_explicit = true;
+  in.max_model_len = 256;
+  in.kv_block_bytes = 1 << 16;
+  in.state_bytes_per_seq = 20ull << 20;
+  in.rollback_entries_per_seq = 2;
+  const CachePlan p = plan_cache(in);
+  EXPECT_EQ(p.num_rollback_entries, 16);
+  EXPECT_EQ(p.rollback_bytes, 16 * (20ull << 20));
+  EXPECT_EQ(p.state_bytes + p.rollback_bytes + p.snapshot_bytes + p.kv_bytes <= in.budget_bytes, true);
+  // 8 sequences x (1 + 2) x 20 MiB = 480 MiB fits half the budget; 4 drafts (800 MiB) do not.
+  in.rollback_entries_per_seq = 4;
+  EXPECT_THROW(plan_cache(in), EngineConfigError);
 }
 
 TEST(SpecDecodeConfig, OutOfVocabularyDraftsAreCutNotFatal) {

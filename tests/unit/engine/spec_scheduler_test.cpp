@@ -143,6 +143,8 @@ Proposer continuation_drafts(int k, double p_wrong, unsigned seed) {
 struct RunOutcome {
   std::map<std::string, std::vector<std::int32_t>> outputs;
   std::map<std::string, std::string> finish;
+  int kept_snapshot_points = 0;  // snapshots taken inside accepted drafts
+  int rejections = 0;            // verify steps that kept fewer tokens than they ran
 };
 
 // Runs every request to the end; after each step the proposer fills the drafts of requests in decode.
@@ -158,6 +160,9 @@ RunOutcome run_to_end(Stack& st, ShadowSpecModel& m, const Proposer& propose) {
     const auto rows = m.run(out);
     const auto& results = update(st, accept(out, rows));
     m.apply(out);
+    o.kept_snapshot_points += static_cast<int>(out.kept_snapshot_points.size());
+    for (const VerifyOutcome& v : out.verify_outcomes)
+      o.rejections += v.kept_tokens < 1 + out.scheduled[static_cast<std::size_t>(v.scheduled_index)].num_draft_tokens;
     for (const StepResult& r : results) {
       o.outputs[r.request->id()].push_back(r.token);
       if (r.finished) o.finish[r.request->id()] = to_string(r.status);
@@ -442,6 +447,8 @@ TEST_P(SpecShadow, OutputsAndThePrefixCacheEqualARunWithoutDrafts) {
   EXPECT_EQ(want.finish.at("f"), "finished_stopped");
   const SpecDecodeMetrics m = spec.sched.metrics().spec_decode;
   EXPECT_GT(m.num_drafts, 0);
+  EXPECT_GT(got.kept_snapshot_points, 0) << "drafts should have crossed snapshot boundaries";
+  if (c.p_wrong > 0.0) EXPECT_GT(got.rejections, 0);
   if (c.p_wrong == 0.0) EXPECT_GT(m.num_accepted_tokens, m.num_draft_tokens / 2);
   if (c.p_wrong == 1.0) EXPECT_EQ(m.num_accepted_tokens, 0);
   // The prefix cache: the same blocks and snapshots, each holding exactly its prefix.
@@ -458,7 +465,12 @@ TEST_P(SpecShadow, OutputsAndThePrefixCacheEqualARunWithoutDrafts) {
 
 INSTANTIATE_TEST_SUITE_P(Drafts, SpecShadow,
                          ::testing::Values(ShadowCase{3, 0.0, 23}, ShadowCase{6, 0.2, 23}, ShadowCase{6, 1.0, 23},
-                                           ShadowCase{9, 0.1, 7}, ShadowCase{2, 0.5, 64}));
+                                           ShadowCase{9, 0.1, 7}, ShadowCase{2, 0.5, 64}),
+                         [](const ::testing::TestParamInfo<ShadowCase>& i) {
+                           return "k" + std::to_string(i.param.k) + "_wrong" +
+                                  std::to_string(static_cast<int>(i.param.p_wrong * 100)) + "pct_budget" +
+                                  std::to_string(i.param.budget);
+                         });
 
 }  // namespace
 }  // namespace fp4serve::engine
