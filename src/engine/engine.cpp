@@ -90,7 +90,8 @@ struct Engine::Impl {
                   [this](const Request& r) { return stop_token_check(r); }),
         sampler(make_sampler_config()),
         runner(*model, ModelRunnerConfig{plan.num_kv_blocks, c.block_size, c.kv_dtype, plan.num_state_slots,
-                                         plan.num_snapshots, plan.max_num_seqs, c.num_speculative_tokens}),
+                                         plan.num_snapshots, c.max_num_batched_tokens, plan.max_num_seqs,
+                                         info.max_model_len, c.num_speculative_tokens}),
         drafter(c.drafter),
         num_speculative_tokens(c.num_speculative_tokens) {
     stats.request_prompt_tokens = Histogram(one_two_five_buckets(info.max_model_len));
@@ -278,13 +279,13 @@ struct Engine::Impl {
         stats_pending_queue.push_back(seconds(started - p.arrival));
       }
     }
-    std::vector<float> logits = runner.execute(
+    const kernels::TensorView logits = runner.execute(
         out, [this](const ScheduledRequest& s, int first, int count, const float* rows) {
           collect_prompt_logprobs(s, first, count, rows);
         });
     // One row per sampling request, or 1 + d rows for a request verifying d drafts (step_sampling.h).
-    step_sampling.build(out, logits, static_cast<std::size_t>(info.vocab_size),
-                        [](const Request& r) { return &track_of(r)->params; });
+    step_sampling.build(out, std::span<float>(logits.as<float>(), static_cast<std::size_t>(logits.numel())),
+                        static_cast<std::size_t>(info.vocab_size), [](const Request& r) { return &track_of(r)->params; });
     std::vector<SampleOutput> sampled = sampler.sample(step_sampling.inputs());
     const int step_tokens = out.total_num_scheduled_tokens;
     const std::vector<StepResult>& results = scheduler.update_from_emitted(step_sampling.accept(out, sampled));

@@ -6,9 +6,9 @@
 
 namespace fp4serve::engine {
 
-GdnRollback::GdnRollback(int max_num_seqs, int num_speculative_tokens, int num_gdn_layers,
+GdnRollback::GdnRollback(kernels::Backend& backend, int max_num_seqs, int num_speculative_tokens, int num_gdn_layers,
                          const kernels::GdnDims& dims)
-    : entries_(max_num_seqs * num_speculative_tokens, num_gdn_layers, dims), num_gdn_layers_(num_gdn_layers) {
+    : entries_(backend, max_num_seqs * num_speculative_tokens, num_gdn_layers, dims) {
   first_entry_.reserve(static_cast<std::size_t>(max_num_seqs));
 }
 
@@ -17,20 +17,17 @@ void GdnRollback::begin_step(std::size_t num_scheduled) {
   next_entry_ = 0;
 }
 
-void GdnRollback::add_copy_points(std::size_t scheduled_index, const ScheduledRequest& s, model::BatchSequence& b) {
-  const int d = s.num_draft_tokens;
-  if (d <= 0) return;
-  if (!b.copies.empty()) throw EngineLogicError("a verify step with in-step snapshot points");
+int GdnRollback::assign(std::size_t scheduled_index, int d) {
   if (next_entry_ + d > entries_.entries())
     throw EngineLogicError(fmt::format("GDN rollback arena of {} entries is too small for this step's drafts",
                                        entries_.entries()));
-  first_entry_.at(scheduled_index) = next_entry_;
-  for (int j = 0; j < d; ++j) b.copies.push_back(model::StateCopyPoint{j + 1, entries_.refs(next_entry_ + j)});
+  const int first = next_entry_;
+  first_entry_.at(scheduled_index) = first;
   next_entry_ += d;
+  return first;
 }
 
 void GdnRollback::apply(const SchedulerOutput& step, model::GdnStateArena& slots, model::GdnStateArena& snapshots) {
-  if (num_gdn_layers_ == 0) return;
   for (const VerifyOutcome& v : step.verify_outcomes) {
     const ScheduledRequest& s = step.scheduled.at(static_cast<std::size_t>(v.scheduled_index));
     const int first = first_entry_.at(static_cast<std::size_t>(v.scheduled_index));

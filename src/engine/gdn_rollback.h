@@ -30,29 +30,30 @@
 
 #include "engine/scheduler_output.h"
 #include "model/state_arena.h"
-#include "model/step_batch.h"
 
 namespace fp4serve::engine {
 
 class GdnRollback {
  public:
   GdnRollback() = default;
-  GdnRollback(int max_num_seqs, int num_speculative_tokens, int num_gdn_layers, const kernels::GdnDims& dims);
+  GdnRollback(kernels::Backend& backend, int max_num_seqs, int num_speculative_tokens, int num_gdn_layers,
+              const kernels::GdnDims& dims);
 
   int num_entries() const { return entries_.entries(); }
+  const model::GdnStateArena& entries() const { return entries_; }
 
   // Start of a step of num_scheduled requests: no entries in use.
   void begin_step(std::size_t num_scheduled);
-  // For a verify request, appends to b.copies the state copies after each of its first d tokens
-  // (b.copies must hold no other points). EngineLogicError when the arena is too small.
-  void add_copy_points(std::size_t scheduled_index, const ScheduledRequest& s, model::BatchSequence& b);
+  // The first of d consecutive entries for the verify request at scheduled_index: entry first + j is
+  // to receive the state after j + 1 of its tokens (the model runner adds the StateCopyPoints).
+  // EngineLogicError when the arena is too small.
+  int assign(std::size_t scheduled_index, int d);
   // After update_from_emitted: restores each verify request's slot to its kept length and copies the
   // kept snapshots (SchedulerOutput::verify_outcomes) into the snapshot arena.
   void apply(const SchedulerOutput& step, model::GdnStateArena& slots, model::GdnStateArena& snapshots);
 
  private:
   model::GdnStateArena entries_;
-  int num_gdn_layers_ = 0;        // 0: a model without GDN layers has no state to roll back
   std::vector<int> first_entry_;  // per scheduled request of the current step (-1: no drafts)
   int next_entry_ = 0;
 };

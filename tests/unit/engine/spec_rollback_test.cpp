@@ -24,13 +24,15 @@ struct Driver {
       : model(m),
         st(c),
         runner(m, ModelRunnerConfig{c.num_blocks, c.block_size, kernels::KvDtype::kBf16, c.num_slots, c.num_snapshots,
-                                    c.max_num_seqs, c.num_speculative_tokens}),
+                                    c.max_num_batched_tokens, c.max_num_seqs, c.max_model_len,
+                                    c.num_speculative_tokens}),
         sampler(SamplerConfig{m.vocab_size(), m.vocab_size(), {}, 0, 1}) {}
 
   const std::vector<StepResult>& step() {
     const SchedulerOutput& out = st.sched.schedule();
-    std::vector<float> logits = runner.execute(out);
-    sampling.build(out, logits, static_cast<std::size_t>(model.vocab_size()),
+    const kernels::TensorView logits = runner.execute(out);
+    sampling.build(out, std::span<float>(logits.as<float>(), static_cast<std::size_t>(logits.numel())),
+                   static_cast<std::size_t>(model.vocab_size()),
                    [&](const Request& r) { return &params.at(r.id()); });
     const std::vector<SampleOutput> sampled = sampler.sample(sampling.inputs());
     const auto& results = st.sched.update_from_emitted(sampling.accept(out, sampled));

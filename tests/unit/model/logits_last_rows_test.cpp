@@ -17,15 +17,17 @@ std::shared_ptr<model::Qwen35MoeModel> tiny() {
   return std::make_shared<model::Qwen35MoeModel>(ck);
 }
 
-// A BatchSequence over a contiguous SequenceState (what Qwen35MoeModel::forward builds).
+// A BatchSequence over a contiguous SequenceState (what Qwen35MoeModel::forward builds); the views
+// live in `held` while the step runs.
+struct Held {
+  std::vector<std::vector<model::GdnStateRef>> gdn;
+  std::vector<std::vector<kernels::KvView>> kv;
+};
 model::BatchSequence over(const model::Qwen35MoeModel& m, model::SequenceState& st, std::span<const int32_t> tokens,
-                          model::BatchSequence::Logits logits, int64_t last_rows = 0) {
-  model::BatchSequence b;
-  b.tokens = tokens;
-  b.pos0 = st.length;
-  b.logits = logits;
-  b.last_rows = last_rows;
-  for (size_t l = 0; l < st.conv.size(); ++l) b.gdn.push_back({st.conv[l].data(), st.ssm[l].data()});
+                          model::BatchSequence::Logits logits, Held& held, int64_t last_rows = 0) {
+  held.gdn.emplace_back();
+  held.kv.emplace_back();
+  for (size_t l = 0; l < st.conv.size(); ++l) held.gdn.back().push_back({st.conv[l].data(), st.ssm[l].data()});
   for (size_t l = 0; l < st.k.size(); ++l) {
     kernels::KvView kv;
     kv.dtype = st.kv_dtype;
@@ -34,8 +36,15 @@ model::BatchSequence over(const model::Qwen35MoeModel& m, model::SequenceState& 
     kv.capacity = st.capacity;
     kv.n_kv_heads = static_cast<int>(m.config().num_key_value_heads);
     kv.head_dim = static_cast<int>(m.config().head_dim);
-    b.kv.push_back(kv);
+    held.kv.back().push_back(kv);
   }
+  model::BatchSequence b;
+  b.tokens = tokens;
+  b.pos0 = st.length;
+  b.logits = logits;
+  b.last_rows = last_rows;
+  b.gdn = held.gdn.back();
+  b.kv = held.kv.back();
   return b;
 }
 
@@ -47,14 +56,18 @@ TEST(LogitsLastRows, AreTheTailOfAllRowsBitForBit) {
   using L = model::BatchSequence::Logits;
 
   auto all_state = m->new_sequence(64);
-  const std::vector<float> all = m->forward_batch({over(*m, all_state, prompt, L::kAll)});
+  Held held_all;
+  const std::vector<float> all = m->forward_batch({over(*m, all_state, prompt, L::kAll, held_all)});
   ASSERT_EQ(all.size(), prompt.size() * static_cast<size_t>(V));
 
   for (int64_t n : {1, 4, 9, 20}) {
     auto st = m->new_sequence(64);
     auto st_other = m->new_sequence(64);
-    const std::vector<float> got =
-        m->forward_batch({over(*m, st, prompt, L::kLastN, n), over(*m, st_other, other, L::kLast)});
+    Held held;
+    held.gdn.reserve(2);
+    held.kv.reserve(2);
+    const std::vector<float> got = m->forward_batch(
+        {over(*m, st, prompt, L::kLastN, held, n), over(*m, st_other, other, L::kLast, held)});
     const int64_t rows = std::min<int64_t>(n, static_cast<int64_t>(prompt.size()));
     ASSERT_EQ(got.size(), static_cast<size_t>((rows + 1) * V)) << n;
     const std::vector<float> tail(all.end() - rows * V, all.end());
