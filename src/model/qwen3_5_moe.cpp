@@ -139,7 +139,10 @@ kernels::StepLimits Qwen35MoeModel::limits_for(std::span<const BatchSequence> st
   for (const BatchSequence& s : step) {
     const auto n = static_cast<int64_t>(s.tokens.size());
     l.max_tokens += n;
-    l.max_logit_rows += s.logits == BatchSequence::Logits::kAll ? n : s.logits == BatchSequence::Logits::kLast ? 1 : 0;
+    l.max_logit_rows += s.logits == BatchSequence::Logits::kAll     ? n
+                        : s.logits == BatchSequence::Logits::kLast  ? 1
+                        : s.logits == BatchSequence::Logits::kLastN ? std::clamp<int64_t>(s.last_rows, 0, n)
+                                                                    : 0;
     l.max_context = std::max(l.max_context, s.pos0 + n);
   }
   return l;
@@ -306,6 +309,8 @@ kernels::TensorView Qwen35MoeModel::forward_step(std::span<const BatchSequence> 
         for (int64_t r = r0; r < r1; ++r) ws.logit_rows.push_back(r);
       } else if (step[s].logits == BatchSequence::Logits::kLast) {
         ws.logit_rows.push_back(r1 - 1);
+      } else if (step[s].logits == BatchSequence::Logits::kLastN) {
+        for (int64_t r = std::max(r0, r1 - step[s].last_rows); r < r1; ++r) ws.logit_rows.push_back(r);
       }
     }
     const auto R = static_cast<int64_t>(ws.logit_rows.size());
