@@ -1,8 +1,14 @@
 // Turns a scheduler step into a model step: owns the memory behind the scheduler's ids (the paged
 // KV cache behind block ids, the GDN state arena behind slot ids, the snapshot arena behind snapshot
-// ids), prepares each request's state (zero, restore from a snapshot, continue), runs the forward
-// and returns the logits rows of the requests that sample this step; rows that score prompt tokens
-// (prompt logprobs) stream to a callback instead.
+// ids) and the step workspace, all allocated through the model's backend at construction; prepares
+// each request's state (zero, restore from a snapshot, continue), runs the forward and returns a view
+// of the logits rows of the requests that sample this step; rows that score prompt tokens (prompt
+// logprobs) stream to a callback instead. Verify steps (speculative decoding) get a row per token and
+// have their GDN state rolled back afterwards (gdn_rollback.h).
+//
+// Allocation: everything a step needs is reserved at construction for the step limits (max tokens
+// and sequences of a step), so execute() allocates nothing on the heap (tests/unit/engine
+// step_allocation_test counts).
 #pragma once
 
 #include <atomic>
@@ -10,10 +16,12 @@
 #include <functional>
 #include <vector>
 
+#include "engine/gdn_rollback.h"
 #include "engine/scheduler_output.h"
 #include "model/paged_kv_cache.h"
 #include "model/qwen3_5_moe.h"
 #include "model/state_arena.h"
+#include "model/step_workspace.h"
 
 namespace fp4serve::engine {
 
@@ -23,6 +31,13 @@ struct ModelRunnerConfig {
   kernels::KvDtype kv_dtype = kernels::KvDtype::kBf16;
   int num_state_slots = 0;
   int num_snapshots = 0;
+  // Step limits (the workspace's size): --max-num-batched-tokens, --max-num-seqs, --max-model-len.
+  int max_num_batched_tokens = 2048;
+  int max_num_seqs = 256;
+  int max_model_len = 0;
+  // Most drafts a request verifies per step: sizes the GDN rollback arena (max_num_seqs x this) and
+  // the logits rows of a step (max_num_seqs x (1 + this)).
+  int num_speculative_tokens = 0;
 };
 
 class ModelRunner {
@@ -34,11 +49,19 @@ class ModelRunner {
   using PromptRowSink =
       std::function<void(const ScheduledRequest& s, int first_position, int count, const float* rows)>;
 
-  // Logits rows ([rows, vocab]) of the scheduled requests with needs_logits, in their order.
+  // Logits rows ([rows, vocab] f32, device memory of the model's backend) of the scheduled requests
+  // with needs_logits, in their order (num_logit_rows() each); valid until the next execute().
   // prompt_rows is required when a scheduled request has prompt_logit_rows.
-  std::vector<float> execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows = {});
+  kernels::TensorView execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows = {});
+  // After the scheduler's update_from_emitted of the same step: rolls verify requests' GDN state back
+  // to their kept length and fills the snapshots their kept drafts passed. A no-op without drafts.
+  void apply_verify_outcomes(const SchedulerOutput& step) { rollback_.apply(step, slots_, snapshots_); }
 
   const model::Qwen35MoeModel& model() const { return *model_; }
+  const model::StepWorkspace& workspace() const { return ws_; }
+  // For tests: the memory behind slot ids and block ids.
+  const model::GdnStateArena& state_slots() const { return slots_; }
+  const model::PagedKvCache& kv_cache() const { return kv_; }
   // Fault injection for the canary's proof (issue 7): while on, the GDN state (recurrent and conv) of
   // every sequence in a step is zeroed after the step, i.e. each step resumes from a lost state --
   // what a prefix-cache or slot bug in a hybrid model does. Set from another thread (HTTP).
@@ -48,9 +71,18 @@ class ModelRunner {
   const model::Qwen35MoeModel* model_;
   ModelRunnerConfig config_;
   int num_attention_layers_ = 0;
+  int num_gdn_layers_ = 0;
   model::PagedKvCache kv_;
   model::GdnStateArena slots_;
   model::GdnStateArena snapshots_;
+  GdnRollback rollback_;
+  model::StepWorkspace ws_;
+  // A step's descriptors, built in storage reserved at construction.
+  std::vector<model::BatchSequence> batch_;
+  std::vector<kernels::KvView> kv_views_;          // max_num_seqs x attention layers
+  std::vector<kernels::GdnStateRef> gdn_refs_;     // max_num_seqs x GDN layers
+  std::vector<model::StateCopyPoint> copies_;
+  std::vector<kernels::GdnStateRef> copy_refs_;    // copies x GDN layers
   std::atomic<bool> corrupt_gdn_state_{false};
 };
 

@@ -27,13 +27,20 @@ struct GdnDims {
   int64_t state_elems() const { return static_cast<int64_t>(Hv) * dk * dv; }
 };
 
+// Where one sequence's state of one GDN layer lives (device memory of the backend that allocated it).
+struct GdnStateRef {
+  uint16_t* conv = nullptr;  // [Kc-1, conv_dim] bf16 raw inputs, oldest first
+  float* ssm = nullptr;      // [Hv, dk, dv] fp32
+};
+
 // Causal depthwise conv over time + SiLU, continuing from `state`; the same call serves decode
 // (T = 1) and prefill (any T; a fresh sequence has a zero state = HF's zero padding).
 //   pre[t,c] = sum_{j<Kc} w[c,j] * X[t-(Kc-1)+j, c]   (fp32 fma chain in j order; X[<0] from state)
 //   out[t,c] = bf16(silu(bf16(pre)))                  (HF: bf16 conv1d, then SiLU on bf16)
 // x: [T, C] bf16 raw in_proj_qkv output; w: [C, Kc] bf16 (conv1d.weight squeezed);
 // state: [Kc-1, C] bf16 raw inputs, oldest first, updated to the last Kc-1 inputs; out: [T, C].
-void gdn_conv1d(const uint16_t* x, int64_t T, int64_t C, const uint16_t* w, int Kc, uint16_t* state, uint16_t* out);
+void gdn_conv1d(const uint16_t* x, int64_t T, int64_t C, const uint16_t* w, int Kc, uint16_t* state, uint16_t* out,
+                Isa isa = cpu::active_isa());
 
 // Decay and write strength (HF forward; fused_gdn_gating in vLLM):
 //   beta[t,h] = bf16(sigmoid(b[t,h]))                             (bf16 in HF)
