@@ -74,7 +74,7 @@ struct LinearHandle {
   const void* impl = nullptr;
   int64_t n = 0;
   int64_t k = 0;
-  WeightFormat format = WeightFormat::kBf16;  // the checkpoint's format
+  WeightLayout format = WeightLayout::kBf16;  // the checkpoint's format
 };
 
 // A sparse MoE block's weights (router, experts, shared expert) in the backend's form.

@@ -25,14 +25,17 @@
 
 namespace fp4serve::kernels {
 
-enum class WeightFormat : uint8_t { kBf16, kFp8Tensor, kFp8Block, kNvfp4, kInt4Gptq, kInt4Packed };
+// How a weight's bytes lie in memory for the kernels. (A checkpoint's quantization scheme is
+// tensor/weight_format.h's WeightFormat; one scheme can have several layouts: GPTQ INT4 is read as
+// kInt4Gptq and repacked to kInt4Packed.)
+enum class WeightLayout : uint8_t { kBf16, kFp8Tensor, kFp8Block, kNvfp4, kInt4Gptq, kInt4Packed };
 
 struct PackedWeight;  // packed_weight.h: the same numbers in the fast tiers' panel layout
 
-const char* weight_format_name(WeightFormat f);
+const char* weight_layout_name(WeightLayout f);
 
 struct WeightView {
-  WeightFormat format = WeightFormat::kBf16;
+  WeightLayout format = WeightLayout::kBf16;
   int64_t n = 0;             // rows (out features)
   int64_t k = 0;             // cols (in features)
   const void* data = nullptr;

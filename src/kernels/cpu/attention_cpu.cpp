@@ -11,6 +11,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/thread_scratch.h"
 #include "tensor/float_formats.h"
+#include "kernels/cpu/attention_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {

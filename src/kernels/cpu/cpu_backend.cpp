@@ -17,8 +17,13 @@
 #include "kernels/cpu/sampling_cpu.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/thread_scratch.h"
-#include "kernels/linear.h"
-#include "kernels/norm.h"
+#include "kernels/cpu/linear_cpu.h"
+#include "kernels/cpu/norm_cpu.h"
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/gdn_cpu.h"
+#include "kernels/cpu/moe_cpu.h"
+#include "kernels/cpu/rope_cpu.h"
+#include "kernels/cpu/activation_cpu.h"
 
 namespace fp4serve::kernels::cpu {
 namespace {
@@ -153,7 +158,7 @@ void CpuBackend::zero(const TensorView& dst) {
 // ---- weights ------------------------------------------------------------------------------
 
 WeightView CpuBackend::prepared_view(const WeightView& w, const ReleaseSource& release) {
-  if (w.format == WeightFormat::kInt4Gptq) {
+  if (w.format == WeightLayout::kInt4Gptq) {
     // The fast CPU layout on every tier: nibble rows and fp32 scales (weights.h kInt4Packed).
     int4_.push_back(int4_repack(w));
     return int4_.back().view();

@@ -22,7 +22,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/packed_weight.h"
+#include "kernels/cpu/packed_weight.h"
 
 namespace fp4serve::kernels::cpu {
 

@@ -9,7 +9,8 @@
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/thread_scratch.h"
 #include "kernels/gdn.h"
-#include "kernels/norm.h"
+#include "kernels/cpu/norm_cpu.h"
+#include "kernels/cpu/gdn_cpu.h"
 
 namespace fp4serve::kernels {
 

@@ -43,22 +43,22 @@ inline __m256 i8x8_to_f32(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_
 // W(n, k0 .. k0+31) for a full chunk, bit-identical to dequant_chunk32.
 inline void dequant32(const WeightView& w, int64_t n, int64_t k0, __m256 out[4]) {
   switch (w.format) {
-    case WeightFormat::kBf16: {
+    case WeightLayout::kBf16: {
       const uint16_t* p = natural_elems<uint16_t>(w, n, k0);
       for (int i = 0; i < 4; ++i) out[i] = bf16x8_to_f32(p + 8 * i);
       return;
     }
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block: {
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block: {
       const uint8_t* p = natural_elems<uint8_t>(w, n, k0);
       for (int i = 0; i < 4; ++i) out[i] = e4m3x8_to_f32(p + 8 * i);
-      if (w.format == WeightFormat::kFp8Block) {
+      if (w.format == WeightLayout::kFp8Block) {
         const __m256 vs = _mm256_set1_ps(fp8_block_scale(w, n, k0));
         for (int i = 0; i < 4; ++i) out[i] = _mm256_mul_ps(out[i], vs);
       }
       return;
     }
-    case WeightFormat::kNvfp4: {
+    case WeightLayout::kNvfp4: {
       __m128i a, b;
       float s[2];
       nvfp4_chunk32(w, n, k0, &a, &b, s);
@@ -69,7 +69,7 @@ inline void dequant32(const WeightView& w, int64_t n, int64_t k0, __m256 out[4])
       out[3] = _mm256_mul_ps(i8x8_to_f32(_mm_srli_si128(b, 8)), s1);
       return;
     }
-    case WeightFormat::kInt4Packed: {
+    case WeightLayout::kInt4Packed: {
       __m128i a, b;
       const __m256 vs = _mm256_set1_ps(int4_chunk32(w, n, k0, &a, &b));
       out[0] = _mm256_mul_ps(i8x8_to_f32(a), vs);
@@ -78,7 +78,7 @@ inline void dequant32(const WeightView& w, int64_t n, int64_t k0, __m256 out[4])
       out[3] = _mm256_mul_ps(i8x8_to_f32(_mm_srli_si128(b, 8)), vs);
       return;
     }
-    case WeightFormat::kInt4Gptq:
+    case WeightLayout::kInt4Gptq:
       break;
   }
   alignas(32) float buf[32];

@@ -25,25 +25,25 @@ inline __m512 bf16x16_to_f32(__m256i v) {
 // W(n, k0 .. k0+31) for a full chunk (k0 + 32 <= K), bit-identical to dequant_chunk32.
 inline void dequant32(const WeightView& w, int64_t n, int64_t k0, __m512* w0, __m512* w1) {
   switch (w.format) {
-    case WeightFormat::kBf16: {
+    case WeightLayout::kBf16: {
       const uint16_t* p = natural_elems<uint16_t>(w, n, k0);
       *w0 = bf16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
       *w1 = bf16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
       return;
     }
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block: {
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block: {
       const uint8_t* p = natural_elems<uint8_t>(w, n, k0);
       *w0 = e4m3x16_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
       *w1 = e4m3x16_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
-      if (w.format == WeightFormat::kFp8Block) {
+      if (w.format == WeightLayout::kFp8Block) {
         const __m512 vs = _mm512_set1_ps(fp8_block_scale(w, n, k0));
         *w0 = _mm512_mul_ps(*w0, vs);
         *w1 = _mm512_mul_ps(*w1, vs);
       }
       return;
     }
-    case WeightFormat::kNvfp4: {
+    case WeightLayout::kNvfp4: {
       __m128i a, b;
       float s[2];
       nvfp4_chunk32(w, n, k0, &a, &b, s);
@@ -51,14 +51,14 @@ inline void dequant32(const WeightView& w, int64_t n, int64_t k0, __m512* w0, __
       *w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), _mm512_set1_ps(s[1]));
       return;
     }
-    case WeightFormat::kInt4Packed: {
+    case WeightLayout::kInt4Packed: {
       __m128i a, b;
       const __m512 vs = _mm512_set1_ps(int4_chunk32(w, n, k0, &a, &b));
       *w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(a)), vs);
       *w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), vs);
       return;
     }
-    case WeightFormat::kInt4Gptq:
+    case WeightLayout::kInt4Gptq:
       break;
   }
   alignas(64) float buf[32];
@@ -199,7 +199,7 @@ void linear_avx512(const float* x, int64_t M, int64_t ldx, const WeightView& w, 
   const int64_t kpad = (K + 31) & ~int64_t{31};
   // NVFP4 up to 8 rows: LUT dequant in registers shared by the rows. Larger M: dequantize each
   // weight row once into scratch and reuse it (measured faster at M = 64 on Zen 4).
-  if (M >= 1 && M <= 8 && w.format == WeightFormat::kNvfp4) {
+  if (M >= 1 && M <= 8 && w.format == WeightLayout::kNvfp4) {
     nvfp4_rows(x, M, ldx, w, n0, n1, y, ldy, scratch);
     return;
   }

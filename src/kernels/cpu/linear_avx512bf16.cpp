@@ -267,7 +267,7 @@ struct NaturalFused {
   FP4SERVE_INLINE __m512i chunk(int r, int64_t k0) const {
     const int64_t n = n0 + r;
     const int64_t left = w.k - k0;
-    if (w.format == WeightFormat::kBf16) {
+    if (w.format == WeightLayout::kBf16) {
       const uint16_t* p = natural_elems<uint16_t>(w, n, k0);
       if (left >= 32) return _mm512_loadu_si512(p);
       return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << left) - 1), p);
@@ -363,7 +363,7 @@ struct Call {
   float ts;
   float* y;
   int64_t ldy;
-  WeightFormat f;
+  WeightLayout f;
 };
 
 // One group of MT x rows (starting at xb/y of `c`) against rows [n0, n1) of `src`.
@@ -374,7 +374,7 @@ void run_group(Src& src, const Call& c, int64_t n0, int64_t n1, int64_t src_row0
     rows_loop<MT, RT>(src, n0, n1, src_row0, [&]<int A, int B>(Src& s, int64_t n) {
       nibble_tile<A, B>(s, c.xb, c.kx, c.K, c.ts, c.y, c.ldy, n);
     });
-  } else if (c.f == WeightFormat::kFp8Block) {
+  } else if (c.f == WeightLayout::kFp8Block) {
     rows_loop<MT, RT>(src, n0, n1, src_row0, [&]<int A, int B>(Src& s, int64_t n) {
       natural_tile<A, B, true>(s, c.xb, c.kx, c.K, c.ts, c.y, c.ldy, n);
     });
@@ -432,7 +432,7 @@ void fill_natural_tile(const WeightView& w, int64_t n, int rows, float* tile, in
   for (int r = 0; r < rows; ++r) {
     float* row = tile + r * row_floats;
     for (int64_t j = 0; j < chunks; ++j) _mm512_storeu_si512(row + 16 * j, src.chunk(r, 32 * j));
-    if (w.format == WeightFormat::kFp8Block)
+    if (w.format == WeightLayout::kFp8Block)
       for (int64_t b = 0; b * 128 < w.k; ++b) row[16 * chunks + b] = src.block_scale(r, 128 * b);
   }
 }
@@ -440,10 +440,10 @@ void fill_natural_tile(const WeightView& w, int64_t n, int rows, float* tile, in
 void linear_avx512bf16(const float* x, int64_t M, int64_t ldx, const WeightView& w, int64_t n0, int64_t n1, float* y,
                        int64_t ldy, float* scratch) {
   if (M <= 0 || n0 >= n1) return;
-  const bool nibble = w.format == WeightFormat::kNvfp4 ||
-                      (w.format == WeightFormat::kInt4Packed && w.group > 0 && w.group % 64 == 0);
-  const bool natural = w.format == WeightFormat::kBf16 || w.format == WeightFormat::kFp8Tensor ||
-                       w.format == WeightFormat::kFp8Block;
+  const bool nibble = w.format == WeightLayout::kNvfp4 ||
+                      (w.format == WeightLayout::kInt4Packed && w.group > 0 && w.group % 64 == 0);
+  const bool natural = w.format == WeightLayout::kBf16 || w.format == WeightLayout::kFp8Tensor ||
+                       w.format == WeightLayout::kFp8Block;
   if (!nibble && !natural) {  // GPTQ layout, odd int4 groups: the fp32 avx512 path (exact order)
     avx512_kernels().linear(x, M, ldx, w, n0, n1, y, ldy, scratch);
     return;
@@ -456,7 +456,7 @@ void linear_avx512bf16(const float* x, int64_t M, int64_t ldx, const WeightView&
   const Call call{xb, kx, K, w.tensor_scale, y, ldy, w.format};
 
   if (M <= 4) {  // decode: weights converted in registers, streamed once
-    if (w.format == WeightFormat::kNvfp4) {
+    if (w.format == WeightLayout::kNvfp4) {
       NibbleFused<true> src(w);
       run_all_m<2>(src, call, M, n0, n1, n0);
     } else if (nibble) {
@@ -473,7 +473,7 @@ void linear_avx512bf16(const float* x, int64_t M, int64_t ldx, const WeightView&
     const int rows = static_cast<int>(min64(kTileRows, n1 - t0));
     if (nibble) {
       const int64_t chunks = (K + 63) / 64;
-      if (w.format == WeightFormat::kNvfp4)
+      if (w.format == WeightLayout::kNvfp4)
         fill_nibble_tile<true>(w, t0, rows, tile, chunks);
       else
         fill_nibble_tile<false>(w, t0, rows, tile, chunks);

@@ -5,7 +5,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/thread_scratch.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {

@@ -7,8 +7,9 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/thread_scratch.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear_cpu.h"
 #include "kernels/moe.h"
+#include "kernels/cpu/moe_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {

@@ -6,7 +6,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/thread_scratch.h"
-#include "kernels/norm.h"
+#include "kernels/cpu/norm_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {

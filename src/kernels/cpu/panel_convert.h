@@ -17,7 +17,7 @@
 
 #include "kernels/cpu/simd_avx512.h"
 #include "kernels/cpu/simd_formats.h"
-#include "kernels/packed_weight.h"
+#include "kernels/cpu/packed_weight.h"
 #include "tensor/float_formats.h"
 
 namespace fp4serve::kernels::cpu {

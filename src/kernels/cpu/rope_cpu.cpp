@@ -6,6 +6,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/thread_scratch.h"
 #include "kernels/rope.h"
+#include "kernels/cpu/rope_cpu.h"
 
 namespace fp4serve::kernels {
 

@@ -71,14 +71,14 @@ inline float fp8_block_scale(const WeightView& w, int64_t n, int64_t k) {
 // Does this view have a vector dequant for full 32-chunks (the tiers' dequant32)?
 inline bool vector_format(const WeightView& w) {
   switch (w.format) {
-    case WeightFormat::kBf16:
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block:
-    case WeightFormat::kNvfp4:
+    case WeightLayout::kBf16:
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block:
+    case WeightLayout::kNvfp4:
       return true;
-    case WeightFormat::kInt4Packed:
+    case WeightLayout::kInt4Packed:
       return w.group % 32 == 0;
-    case WeightFormat::kInt4Gptq:
+    case WeightLayout::kInt4Gptq:
       return false;
   }
   return false;

@@ -12,6 +12,7 @@
 
 #include "backend_ops_harness.h"
 #include "kernel_test_util.h"
+#include "kernels/cpu/attention_cpu.h"
 
 namespace fp4serve::kernels::test::ops {
 namespace {

@@ -12,6 +12,8 @@
 
 #include "backend_ops_harness.h"
 #include "kernel_test_util.h"
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/gdn_cpu.h"
 
 namespace fp4serve::kernels::test::ops {
 namespace {
