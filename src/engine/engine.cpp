@@ -32,6 +32,7 @@ struct SequenceTrack {
   int index = 0;
   std::string scheduler_id;
   SamplingParams params;
+  kernels::SamplingOptions sampling;  // params in the sampling op's form, made at admission
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detok;
   std::string text;
   std::size_t sent_bytes = 0;
@@ -85,7 +86,7 @@ struct Engine::Impl {
                   kv, slots,
                   c.enable_prefix_caching && model->config().num_linear_attention_layers() > 0 ? &snapshots : nullptr,
                   [this](const Request& r) { return stop_token_check(r); }),
-        sampler(make_sampler_config()),
+        sampler(make_sampler_config(), model->backend()),
         runner(*model, ModelRunnerConfig{plan.num_kv_blocks, c.block_size, c.kv_dtype, plan.num_state_slots,
                                          plan.num_snapshots, c.max_num_batched_tokens, plan.max_num_seqs,
                                          info.max_model_len}) {
@@ -105,6 +106,7 @@ struct Engine::Impl {
         std::find(sc.eos_token_ids.begin(), sc.eos_token_ids.end(), config.eos_token_id) == sc.eos_token_ids.end())
       sc.eos_token_ids.push_back(config.eos_token_id);
     sc.seed = config.seed;
+    sc.max_rows = info.max_num_seqs;
     return sc;
   }
 
@@ -211,6 +213,7 @@ struct Engine::Impl {
       seq->index = i;
       seq->scheduler_id = n == 1 ? req.id : fmt::format("{}_{}", i, req.id);
       seq->params = n == 1 ? params : child_sampling_params(params, i);
+      seq->sampling = sampler.options_for(seq->params);
       seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
       Request& r = scheduler.add_request(seq->scheduler_id, req.prompt_token_ids, std::max(1, max_tokens));
@@ -278,20 +281,12 @@ struct Engine::Impl {
         out, [this](const ScheduledRequest& s, int first, int count, const float* rows) {
           collect_prompt_logprobs(s, first, count, rows);
         });
-    std::vector<SampleInput> inputs;
     std::vector<std::int32_t> tokens(out.scheduled.size(), -1);
-    const std::size_t V = static_cast<std::size_t>(info.vocab_size);
     for (const ScheduledRequest& s : out.scheduled) {
-      if (!s.needs_logits) continue;
-      const std::size_t row = inputs.size();
-      SampleInput in;
-      in.logits = std::span<float>(logits.as<float>() + row * V, V);
-      in.params = &track_of(*s.request)->params;
-      in.prompt_ids = s.request->prompt_token_ids();
-      in.output_ids = s.request->output_token_ids();
-      inputs.push_back(in);
+      if (s.needs_logits)
+        sampler.add_row(track_of(*s.request)->sampling, s.request->prompt_token_ids(), s.request->output_token_ids());
     }
-    std::vector<SampleOutput> sampled = sampler.sample(inputs);
+    std::vector<SampleOutput> sampled = sampler.sample_step(logits);
     for (std::size_t i = 0, row = 0; i < out.scheduled.size(); ++i) {
       if (out.scheduled[i].needs_logits) tokens[i] = sampled[row++].token;
     }
