@@ -18,13 +18,15 @@
 // generators; the guarantees are the same.
 //
 // Memory: the op writes into what the caller hands it (results, top-N arrays) and otherwise uses
-// scratch the backend keeps (per thread on the CPU, grown once to the vocabulary on a thread's first
-// row), so a step's sampling allocates nothing once warm. The logits rows may be edited during the
-// call (sparse edits for bad words, min_tokens, bias and penalties) and are restored before it
-// returns: the caller's logits are unchanged.
+// scratch the backend keeps (on the CPU: per thread, reserved for the whole vocabulary by every
+// thread of the first call's team), so a step's sampling allocates nothing once warm. The logits
+// rows may be edited during the call (sparse edits for bad words, min_tokens, bias and penalties)
+// and are restored before it returns: the caller's logits are unchanged.
 //
-// Numerics contract (what every backend's sample() is tested for against the CPU op, on the same
-// logits and rows; tests/unit/kernels/sampling_op_test.cpp holds the CPU side):
+// Numerics contract (what every backend's sample() is tested for against the CPU op, given the same
+// logits, rows and engine counter; tests/unit/kernels/sampling_op_test.cpp holds the CPU side). It
+// is about the op alone: a GPU forward's logits differ from the CPU's within the forward's own
+// tolerance, and end-to-end tokens are judged by that.
 //   - results depend on a row's own logits, options, ids and uniform only: bit-identical whatever
 //     the other rows of the call, their order and the thread or block count;
 //   - the processors (bad_words, min_tokens, logit_bias, penalties) are IEEE float32 operations in
@@ -32,14 +34,14 @@
 //     op's; greedy rows therefore pick the identical token (first maximum on ties);
 //   - the uniform of every random row, and the engine generator's counter after the call, are
 //     identical (integer Philox; the counter advances on the host in row order);
-//   - top-k keeps exactly the CPU op's set (comparisons only); a seeded or unseeded random row
-//     draws the CPU op's token except where min_p's, top-p's or the draw's threshold falls within
-//     a relative 1e-5 of the running probability mass (exp and summation order may differ by
-//     ulps); a token outside the CPU op's kept set is an error at any rate;
+//   - top-k keeps exactly the CPU op's set (comparisons only). A random row, seeded or not, draws
+//     the CPU op's token, except where a min_p or top-p boundary, or the draw's u * total, lies
+//     within a relative 1e-5 of the probability mass at a candidate's edge (exp() and the
+//     summation order may differ by ulps): only such rows may differ;
 //   - logprobs: the top-N ids and their order are identical (ranked on the raw logits, ties to the
-//     lower id); every logprob within 1e-5 absolute of the CPU op's (float32 terms, a
-//     double-accumulated log-sum-exp: an NMSE far below 1e-10); the sampled token's rank identical
-//     except for tokens whose logprob is within one float ulp of the sampled one's.
+//     lower id); every logprob within 1e-5 absolute of the CPU op's (float32 terms, a log-sum-exp
+//     accumulated in double or an equally exact tree); the rank is identical except where another
+//     token's logprob is within one float ulp of the sampled one's.
 #pragma once
 
 #include <algorithm>
