@@ -17,7 +17,8 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <initializer_list>
+#include <span>
 
 #include "kernels/cpu/cpu_features.h"
 
@@ -61,7 +62,11 @@ struct AttentionSeq {
 enum class AttentionMath : uint8_t { kHfEager, kFp32 };
 
 // All sequences of a step in one parallel region; work items are (sequence, token, head).
-void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa = cpu::active_isa(),
+void gated_attention(std::span<const AttentionSeq> seqs, int Hq, Isa isa = cpu::active_isa(),
                      AttentionMath math = AttentionMath::kHfEager);
+inline void gated_attention(std::initializer_list<AttentionSeq> seqs, int Hq, Isa isa = cpu::active_isa(),
+                            AttentionMath math = AttentionMath::kHfEager) {
+  gated_attention(std::span<const AttentionSeq>(seqs.begin(), seqs.size()), Hq, isa, math);
+}
 
 }  // namespace fp4serve::kernels

@@ -39,7 +39,8 @@ struct GdnStateRef {
 //   out[t,c] = bf16(silu(bf16(pre)))                  (HF: bf16 conv1d, then SiLU on bf16)
 // x: [T, C] bf16 raw in_proj_qkv output; w: [C, Kc] bf16 (conv1d.weight squeezed);
 // state: [Kc-1, C] bf16 raw inputs, oldest first, updated to the last Kc-1 inputs; out: [T, C].
-void gdn_conv1d(const uint16_t* x, int64_t T, int64_t C, const uint16_t* w, int Kc, uint16_t* state, uint16_t* out);
+void gdn_conv1d(const uint16_t* x, int64_t T, int64_t C, const uint16_t* w, int Kc, uint16_t* state, uint16_t* out,
+                Isa isa = cpu::active_isa());
 
 // Decay and write strength (HF forward; fused_gdn_gating in vLLM):
 //   beta[t,h] = bf16(sigmoid(b[t,h]))                             (bf16 in HF)

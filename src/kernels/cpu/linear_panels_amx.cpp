@@ -40,8 +40,6 @@
 #include "kernels/cpu/panel_convert.h"
 #include "kernels/packed_weight.h"
 
-#define FP4SERVE_INLINE __attribute__((always_inline)) inline
-
 namespace fp4serve::kernels::cpu {
 namespace {
 
@@ -525,5 +523,3 @@ const KernelTable& amx_kernels() {
 }
 
 }  // namespace fp4serve::kernels::cpu
-
-#undef FP4SERVE_INLINE

@@ -23,12 +23,8 @@
 #include "kernels/cpu/panel_convert.h"
 #include "kernels/packed_weight.h"
 
-#define FP4SERVE_INLINE __attribute__((always_inline)) inline
-
 namespace fp4serve::kernels::cpu {
 namespace {
-
-inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 
 FP4SERVE_INLINE __m512i bcast_pair(const uint16_t* xb, int64_t r) {
   uint32_t v;
@@ -232,5 +228,3 @@ void linear_panels_avx512bf16(const float* x, int64_t M, int64_t ldx, const Pack
 }
 
 }  // namespace fp4serve::kernels::cpu
-
-#undef FP4SERVE_INLINE
