@@ -2,17 +2,14 @@
 // cannot see from one row at a time. A row's result is bit-identical whatever the other rows, their
 // order and the thread count; unseeded rows take the engine generator's draws in row order; the
 // logits come back unchanged; bad calls are refused before anything is touched; and once warm, a
-// call allocates nothing (operator new is counted across this binary).
+// call allocates nothing (this binary counts operator new: unit/allocation_counter.h).
 #include "kernels/cpu/sampling_cpu.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -20,33 +17,8 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_features.h"
+#include "unit/allocation_counter.h"
 #include "unit/kernels/sampling_test_util.h"
-
-namespace {
-
-std::atomic<bool> g_count_news{false};
-std::atomic<long> g_news{0};
-
-}  // namespace
-
-// Counting replacements of the global allocation functions (the array and nothrow forms call these).
-void* operator new(std::size_t n) {
-  if (g_count_news.load(std::memory_order_relaxed)) g_news.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-
-void* operator new(std::size_t n, std::align_val_t a) {
-  if (g_count_news.load(std::memory_order_relaxed)) g_news.fetch_add(1, std::memory_order_relaxed);
-  const auto align = static_cast<std::size_t>(a);
-  if (void* p = std::aligned_alloc(align, (std::max<std::size_t>(n, 1) + align - 1) / align * align)) return p;
-  throw std::bad_alloc();
-}
-
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace fp4serve::kernels::cpu {
 namespace {
@@ -329,11 +301,11 @@ TEST(SamplingOp, AllocatesNothingOnceWarm) {
   uint64_t draws = 0;
   const SamplingConfig config{kQwenVocab, kQwenValid, 5, &draws, 4};
   sample_rows(logits.data(), kQwenVocab, rows, config, out);  // warm-up: every thread reserves once
-  g_news = 0;
-  g_count_news = true;
+  g_allocations = 0;
+  g_counting = true;
   for (int step = 0; step < 8; ++step) sample_rows(logits.data(), kQwenVocab, rows, config, out);
-  g_count_news = false;
-  EXPECT_EQ(g_news.load(), 0) << "operator new calls across 8 warm calls";
+  g_counting = false;
+  EXPECT_EQ(g_allocations.load(), 0) << "operator new calls across 8 warm calls";
   EXPECT_EQ(draws, 9u * 2u);
 }
 
