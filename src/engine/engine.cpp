@@ -34,6 +34,7 @@ struct SequenceTrack {
   int index = 0;
   std::string scheduler_id;
   SamplingParams params;
+  kernels::SamplingOptions sampling;  // params in the sampling op's form, made at admission
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detok;
   std::string text;
   std::size_t sent_bytes = 0;
@@ -88,7 +89,7 @@ struct Engine::Impl {
                   kv, slots,
                   c.enable_prefix_caching && model->config().num_linear_attention_layers() > 0 ? &snapshots : nullptr,
                   [this](const Request& r) { return stop_token_check(r); }),
-        sampler(make_sampler_config()),
+        sampler(make_sampler_config(), model->backend()),
         runner(*model, ModelRunnerConfig{plan.num_kv_blocks, c.block_size, c.kv_dtype, plan.num_state_slots,
                                          plan.num_snapshots, c.max_num_batched_tokens, plan.max_num_seqs,
                                          info.max_model_len, c.num_speculative_tokens}),
@@ -110,6 +111,7 @@ struct Engine::Impl {
         std::find(sc.eos_token_ids.begin(), sc.eos_token_ids.end(), config.eos_token_id) == sc.eos_token_ids.end())
       sc.eos_token_ids.push_back(config.eos_token_id);
     sc.seed = config.seed;
+    sc.max_rows = static_cast<std::int64_t>(info.max_num_seqs) * (1 + std::max(0, config.num_speculative_tokens));
     return sc;
   }
 
@@ -216,6 +218,7 @@ struct Engine::Impl {
       seq->index = i;
       seq->scheduler_id = n == 1 ? req.id : fmt::format("{}_{}", i, req.id);
       seq->params = n == 1 ? params : child_sampling_params(params, i);
+      seq->sampling = sampler.options_for(seq->params);
       seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
       Request& r = scheduler.add_request(seq->scheduler_id, req.prompt_token_ids, std::max(1, max_tokens));
@@ -284,9 +287,8 @@ struct Engine::Impl {
           collect_prompt_logprobs(s, first, count, rows);
         });
     // One row per sampling request, or 1 + d rows for a request verifying d drafts (step_sampling.h).
-    step_sampling.build(out, std::span<float>(logits.as<float>(), static_cast<std::size_t>(logits.numel())),
-                        static_cast<std::size_t>(info.vocab_size), [](const Request& r) { return &track_of(r)->params; });
-    std::vector<SampleOutput> sampled = sampler.sample(step_sampling.inputs());
+    step_sampling.add_rows(out, logits.dim(0), sampler, [](const Request& r) { return &track_of(r)->sampling; });
+    std::vector<SampleOutput> sampled = sampler.sample_step(logits);
     const int step_tokens = out.total_num_scheduled_tokens;
     const std::vector<StepResult>& results = scheduler.update_from_emitted(step_sampling.accept(out, sampled));
     runner.apply_verify_outcomes(out);

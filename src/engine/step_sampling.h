@@ -4,7 +4,7 @@
 // decode step at that output position would sample it -- same processors (bad_words, min_tokens,
 // logit_bias, penalties) over the same output history (the tokens so far plus drafts 0 .. j-1), and
 // for a seeded request the same Philox draw, a function of (seed, output position) alone
-// (sampler_rng.h) -- and the drafts are accepted while the sampled token equals the draft. The first
+// (kernels/sampling.h) -- and the drafts are accepted while the sampled token equals the draft. The first
 // mismatch's sampled token is emitted as the correction; if every draft matches, the last row's token
 // is the bonus (vLLM's names: rejection_sampler.py, whose greedy path is the same rule).
 //
@@ -40,16 +40,23 @@ namespace fp4serve::engine {
 
 class StepSampling {
  public:
+  using OptionsOf = std::function<const kernels::SamplingOptions*(const Request&)>;
   using ParamsOf = std::function<const SamplingParams*(const Request&)>;
 
-  // Sampler inputs for every logits row of the step, in the model runner's row order: each scheduled
-  // request with needs_logits has num_logit_rows() rows. logits is [rows, vocab] and must outlive
-  // the inputs. EngineLogicError when logits has the wrong number of rows.
+  // The engine's path: every logits row of the step added to `sampler` (Sampler::add_row, each
+  // request's options made at admission), in the model runner's row order -- each scheduled request
+  // with needs_logits has num_logit_rows() rows -- for Sampler::sample_step on the step's logits.
+  // The rows' output histories live here until the next add_rows/build. EngineLogicError when
+  // logits_rows is not the step's row count.
+  void add_rows(const SchedulerOutput& step, int64_t logits_rows, Sampler& sampler, const OptionsOf& options_of);
+
+  // The same rows as Sampler inputs over host logits [rows, vocab], for Sampler::sample (tests that
+  // step a stack by hand); logits must outlive the inputs.
   void build(const SchedulerOutput& step, std::span<float> logits, std::size_t vocab, const ParamsOf& params_of);
   std::span<const SampleInput> inputs() const { return inputs_; }
 
-  // After sampling inputs(): per scheduled request the tokens it emits (empty without logits; see
-  // the file comment), for Scheduler::update_from_emitted. Valid until the next build().
+  // After sampling the rows: per scheduled request the tokens it emits (empty without logits; see
+  // the file comment), for Scheduler::update_from_emitted. Valid until the next add_rows() or build().
   std::span<const std::span<const std::int32_t>> accept(const SchedulerOutput& step,
                                                          std::span<const SampleOutput> sampled);
 
@@ -59,6 +66,12 @@ class StepSampling {
   }
 
  private:
+  // Calls row(request, output_ids) for every logits row, in order, after checking the row count;
+  // fills first_row_ and the verify rows' histories.
+  template <class Row>
+  void for_each_row(const SchedulerOutput& step, std::size_t logits_rows, Row&& row);
+
+  std::size_t num_rows_ = 0;
   std::vector<SampleInput> inputs_;
   std::vector<int> first_row_;                        // per scheduled request (-1: no logits)
   std::vector<std::vector<std::int32_t>> histories_;  // per scheduled request: outputs + drafts (verify only)

@@ -213,7 +213,8 @@ class Backend {
   virtual void state_zero(std::span<const GdnStateRef> dst, const GdnDims& dims) = 0;
   // out[i, :] = x[rows[i], :] (host row indices), bf16 [*, H].
   virtual void gather_rows(const TensorView& x, std::span<const int64_t> rows, const TensorView& out) = 0;
-  // One token (and its logprobs when asked) per logits row; sampling.h has the contract.
+  // One token (and its logprobs when asked) per row of logits [rows.size(), config.vocab_size] f32
+  // (rows may be strided), results into `out`; sampling.h has the semantics and the numerics contract.
   virtual void sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
                       std::span<SampleResult> out) = 0;
 };

@@ -392,9 +392,10 @@ void CpuBackend::gather_rows(const TensorView& x, std::span<const int64_t> rows,
 
 void CpuBackend::sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
                         std::span<SampleResult> out) {
-  expect_view(logits, DType::kF32, {static_cast<int64_t>(rows.size()), config.vocab_size}, "sample logits");
   if (out.size() != rows.size()) throw std::invalid_argument("sample: one result per row");
-  sample_rows(logits.as<float>(), rows, config, out);
+  if (rows.empty()) return;
+  expect_view(logits, DType::kF32, {static_cast<int64_t>(rows.size()), config.vocab_size}, "sample logits");
+  sample_rows(logits.as<float>(), logits.stride[0], rows, config, out);
 }
 
 }  // namespace fp4serve::kernels::cpu

@@ -5,45 +5,15 @@
 // run every op once (a short request: one full prefill chunk, a few decodes), 100 steps with longer
 // contexts, more sequences and new prefills through ModelRunner::execute count zero operator new calls.
 //
-// This binary replaces the global operator new to count; counting is on only inside the measured
-// window, and only allocations of the C++ heap are seen (glibc's own mallocs, e.g. OpenMP's thread
-// team bookkeeping, are not C++ allocations of ours).
-#include <atomic>
-#include <cstdlib>
-#include <new>
+// This binary replaces the global operator new to count (unit/allocation_counter.h); counting is on
+// only inside the measured window.
 
 #include <gtest/gtest.h>
 
 #include "engine/model_runner.h"
 #include "engine_model_util.h"
 #include "engine_test_util.h"
-
-namespace {
-std::atomic<bool> g_counting{false};
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) { return operator new(n); }
-void* operator new(std::size_t n, std::align_val_t a) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  const std::size_t align = static_cast<std::size_t>(a);
-  if (void* p = std::aligned_alloc(align, (n + align - 1) / align * align)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#include "unit/allocation_counter.h"
 
 namespace fp4serve::engine {
 namespace {
