@@ -1,6 +1,6 @@
-// Causal GQA attention with Qwen3.5's sigmoid output gate (model-arch.md 2.3, 6.7), over a KV cache
+// Causal GQA attention with Qwen3.5's sigmoid output gate (docs/model-arch.md §2.3, §6.7), over a KV cache
 // that is either contiguous per sequence or paged (block table of fixed-size blocks), holding K/V
-// as bf16 or fp8 e4m3 with per-tensor k_scale/v_scale (quant-formats.md 4).
+// as bf16 or fp8 e4m3 with per-tensor k_scale/v_scale (docs/quant-formats.md §4).
 //
 // Numerics per (query token t, q head h), kv head = h / (Hq/Hkv), keys j = 0 .. pos0 + t, with
 // K_j, V_j as bf16 values (fp8: bf16(e4m3 * scale), vLLM's Triton read path). Two variants:

@@ -1,4 +1,4 @@
-// Gated DeltaNet pieces of Qwen3.5/3.6 linear-attention layers (model-arch.md 2.2, 3, 6.1-6.5;
+// Gated DeltaNet pieces of Qwen3.5/3.6 linear-attention layers (docs/model-arch.md §2.2, §3, §6.1-6.5;
 // HF Qwen3_5MoeGatedDeltaNet). Per-sequence state: conv state (raw pre-activation inputs) and the
 // fp32 recurrent state S[Hv][dk][dv].
 //

@@ -1,4 +1,4 @@
-// Sparse MoE block of Qwen3.5/3.6 (model-arch.md 2.4, 6.8), mirroring HF's eager
+// Sparse MoE block of Qwen3.5/3.6 (docs/model-arch.md §2.4, §6.8), mirroring HF's eager
 // Qwen3_5MoeSparseMoeBlock / Qwen3_5MoeExperts / Qwen3_5MoeTopKRouter in bf16:
 //   logits = bf16(x @ router^T)
 //   p = softmax(logits) fp32; top-k (larger first, ties to the lower expert id); w = p / sum(top-k p)

@@ -1,4 +1,4 @@
-// Partial interleaved multimodal RoPE of Qwen3.5/3.6 attention (model-arch.md 2.3.1, 6.6).
+// Partial interleaved multimodal RoPE of Qwen3.5/3.6 attention (docs/model-arch.md §2.3.1, §6.6).
 //   inv_freq[i] = 1 / theta^(2i / rot)  (fp32), i < rot/2
 //   axis(i) = H if i % 3 == 1 and i < 3*sections[1]; W if i % 3 == 2 and i < 3*sections[2]; else T
 //   f[i] = pos_axis(i) * inv_freq[i];  cos/sin over concat(f, f), computed in fp32, cast to bf16

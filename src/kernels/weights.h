@@ -8,8 +8,9 @@
 //   kFp8Tensor     W = e4m3(data[n*ld + k])                     ; y *= tensor_scale after the K sum
 //   kFp8Block      W = e4m3(data[n*ld + k]) * scale[n/128][k/128]   (scale fp32 or bf16, per element)
 //   kNvfp4         W = e2m1(nibble(n, k)) * e4m3(bscale[n][k/16])    ; y *= tensor_scale (weight_scale_2)
-//                  nibble(n,k) = byte data[n*ld/2 + k/2], low nibble for even k (quant-formats.md 1.2);
-//                  e2m1 * e4m3 is exact in fp32, and weight_scale_2 goes on the fp32 sum (section 5.1/7.8).
+//                  nibble(n,k) = byte data[n*ld/2 + k/2], low nibble for even k (docs/quant-formats.md §1.2);
+//                  e2m1 * e4m3 is exact in fp32, and weight_scale_2 goes on the fp32 sum
+//                  (docs/quant-formats.md §5.1).
 //   kInt4Gptq      W = (q - 8) * f16(scales[(k/group)*ld + n]),  q = (qweight[(k/8)*ld + n] >> 4*(k%8)) & 15
 //                  (AutoRound/GPTQ sym, desc_act=false: g_idx is k/group and is ignored)
 //   kInt4Packed    same numbers as kInt4Gptq after int4_repack(): nibbles row-major [N, K/2] like NVFP4,

@@ -27,10 +27,10 @@ void gdn_conv1d(const uint16_t* x, int64_t T, int64_t C, const uint16_t* w, int 
 void gdn_gating(const float* a, const float* b, const float* A_log, const float* dt_bias, int64_t T, int Hv,
                 float* g, float* beta);
 
-// The gated delta rule over T tokens of one sequence, recurrent form (model-arch.md 2.2.1), fp32:
+// The gated delta rule over T tokens of one sequence, recurrent form (docs/model-arch.md §2.2.1), fp32:
 //   q, k = l2norm(q), l2norm(k) = x * rsqrt(sum(x*x) + 1e-6) evaluated on the bf16 tensors, every
-//          op rounded to bf16 (transformers 5.12.1 normalizes before its fp32 cast; model-arch.md's
-//          "fp32 in kernel" describes other versions / FLA);  then fp32: q *= float(1/sqrt(dk))
+//          op rounded to bf16 (transformers 5.12.1 normalizes before its fp32 cast; other versions and
+//          FLA normalize in fp32: docs/model-arch.md §6.5);  then fp32: q *= float(1/sqrt(dk))
 //   per v head j (k head j / (Hv/Hk)), per token: S *= exp(g); kvm = S^T k; d = (v - kvm) * beta;
 //   S += k d^T; o = S^T q;  out = bf16(o)
 // qkv: [T, conv_dim] bf16 (conv output: q | k | v); g, beta: [T, Hv]; state: [Hv][dk][dv] fp32,

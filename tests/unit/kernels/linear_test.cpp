@@ -132,7 +132,7 @@ TEST(Linear, Int4RepackKeepsValues) {
 }
 
 TEST(Linear, Nvfp4DequantMatchesSpecFormula) {
-  // quant-formats.md 1.2/1.3: element 2j in the low nibble of byte j; W = e2m1 * e4m3 * scale_2.
+  // docs/quant-formats.md §1.2/§1.3: element 2j in the low nibble of byte j; W = e2m1 * e4m3 * scale_2.
   const uint8_t packed[8] = {0x21, 0xF7, 0x00, 0x00, 0x00, 0x00, 0x00, 0x9A};
   const uint8_t scales[1] = {0x38};  // e4m3 1.0
   WeightView w = nvfp4_weight(packed, scales, 0.5f, 1, 16);
