@@ -193,6 +193,9 @@ const SchedulerOutput& Scheduler::schedule() {
 
 int Scheduler::draft_limit(const Request& r) const {
   if (config_.num_speculative_tokens == 0 || r.draft_token_ids.empty()) return 0;
+  // A chunked prefill that left one prompt token looks like a decode; with held fork children it runs
+  // without drafts, so its slot holds exactly the state after the prompt when the children copy it.
+  if (!r.fork_children.empty()) return 0;
   // Room for every draft and the bonus token after them: never past max_model_len or max_tokens.
   const int room = std::min(config_.max_model_len - r.num_tokens(), r.max_tokens() - r.num_output_tokens()) - 1;
   return std::max(0, std::min({static_cast<int>(r.draft_token_ids.size()), config_.num_speculative_tokens, room}));
@@ -228,9 +231,9 @@ void Scheduler::emit(Request& r, int num_tokens, std::size_t old_num_blocks, Sta
         std::max(0, std::min(s.start_position + num_tokens, r.num_prompt_tokens() - 1) - s.start_position);
   }
   s.resumed = resumed;
-  // The step that computes the last prompt token (a verify step too, when a chunked prefill left
-  // one token and the drafter filled in drafts): row 0 is the one the held children sample from.
-  if (s.needs_logits && r.num_output_tokens() == 0) s.fork_children = r.fork_children;
+  // The step that computes the last prompt token (never a verify step: draft_limit): its row is the
+  // one the held children sample from.
+  if (s.needs_logits && r.num_output_tokens() == 0 && num_drafts == 0) s.fork_children = r.fork_children;
   s.snapshot_begin = static_cast<int>(output_.snapshot_points.size());
   // A verify step's snapshots are planned once the kept length is known (update_verified).
   if (num_drafts == 0) plan_snapshots(r, s.start_position, s.start_position + num_tokens);
@@ -401,7 +404,6 @@ void Scheduler::update_verified(int index, const ScheduledRequest& s, std::span<
     running_.erase(std::find(running_.begin(), running_.end(), &r));
     retire(r, status);  // commits the tail planned above; the runner fills it before the next step
   }
-  results_.insert(results_.end(), fork_results_.begin(), fork_results_.end());
 }
 
 void Scheduler::fork(Request& r, Request& c, std::int32_t token, int scheduled_index, int fork_index,

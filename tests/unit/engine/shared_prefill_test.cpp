@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "engine/drafter.h"
 #include "engine/sampling_params.h"
 #include "engine_model_util.h"
 
@@ -145,6 +146,41 @@ TEST(SharedPrefill, ChildrenGetThePromptLogprobsOfTheSiblingThatComputedThem) {
       EXPECT_EQ((*got)[p]->sampled.logprob, (*single.prompt_logprobs[0])[p]->sampled.logprob) << i << " " << p;
     }
   }
+  expect_no_leaks(engine);
+}
+
+// Proposes each sequence's known continuation (by its "<index>_<id>" name), so drafts are accepted.
+class KnownContinuation : public Drafter {
+ public:
+  explicit KnownContinuation(std::vector<std::vector<std::int32_t>> expected) : expected_(std::move(expected)) {}
+  void propose(const DraftRequest& r, int max_tokens, std::vector<std::int32_t>& out) override {
+    const auto& e = expected_.at(static_cast<std::size_t>(r.request_id[0] - '0'));
+    for (std::size_t i = r.output_token_ids.size(); i < e.size() && static_cast<int>(out.size()) < max_tokens; ++i)
+      out.push_back(e[i]);
+  }
+
+ private:
+  std::vector<std::vector<std::int32_t>> expected_;
+};
+
+TEST(SharedPrefill, SpeculativeDecodingKeepsTheChildrensTokens) {
+  std::mt19937 rng(4);
+  const auto prompt = random_prompt(rng, 33);  // chunks of 16: the last prompt token runs alone
+  EngineConfig c = small_engine_config();
+  c.max_num_batched_tokens = 16;
+  std::vector<std::vector<std::int32_t>> expected;
+  {
+    Engine plain(tiny_model(), qwen_tokenizer(), c);
+    for (int i = 0; i < 3; ++i)
+      expected.push_back(collect(*plain.submit(seeded_request("s" + std::to_string(i), prompt, 1, 50 + i))).tokens[0]);
+  }
+  c.drafter = std::make_shared<KnownContinuation>(expected);
+  c.num_speculative_tokens = 3;
+  Engine engine(tiny_model(), qwen_tokenizer(), c);
+  const Finished all = collect(*engine.submit(seeded_request("all", prompt, 3, 50)), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(all.tokens[static_cast<std::size_t>(i)], expected[static_cast<std::size_t>(i)]) << i;
+  EXPECT_GT(engine.stats().scheduler.spec_decode.num_accepted_tokens, 0);
+  EXPECT_EQ(engine.stats().scheduler.prompt_tokens_computed, 33);
   expect_no_leaks(engine);
 }
 
