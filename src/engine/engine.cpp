@@ -221,8 +221,12 @@ struct Engine::Impl {
       seq->sampling = sampler.options_for(seq->params);
       seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
-      Request& r = scheduler.add_request(seq->scheduler_id, req.prompt_token_ids, std::max(1, max_tokens));
-      r.cache_salt_hash = req.cache_salt_hash;
+      // Children 1 .. n-1 are held until child 0 has computed the prompt, then forked from it
+      // (scheduler.h): one prefill for the n sequences.
+      Request& r = i == 0 ? scheduler.add_request(seq->scheduler_id, req.prompt_token_ids, std::max(1, max_tokens),
+                                                  req.cache_salt_hash)
+                          : scheduler.add_fork_child(seq->scheduler_id, parent->seqs[0]->scheduler_id,
+                                                     std::max(1, max_tokens));
       if (params.prompt_logprobs) {
         seq->prompt_logprobs.emplace(req.prompt_token_ids.size());
         r.prompt_logprobs_pending = true;
@@ -289,9 +293,14 @@ struct Engine::Impl {
     // One row per sampling request, or 1 + d rows for a request verifying d drafts (step_sampling.h).
     step_sampling.add_rows(out, logits.dim(0), sampler, [](const Request& r) { return &track_of(r)->sampling; });
     std::vector<SampleOutput> sampled = sampler.sample_step(logits);
+    const std::span<const std::int32_t> fork_tokens =
+        step_sampling.sample_forks(out, logits, sampler, [](const Request& r) { return &track_of(r)->sampling; });
+    share_prompt_logprobs(out);
     const int step_tokens = out.total_num_scheduled_tokens;
-    const std::vector<StepResult>& results = scheduler.update_from_emitted(step_sampling.accept(out, sampled));
+    const std::vector<StepResult>& results =
+        scheduler.update_from_emitted(step_sampling.accept(out, sampled), fork_tokens);
     runner.apply_verify_outcomes(out);
+    runner.apply_forks(out);
     const Clock::time_point now = Clock::now();
     std::vector<ParentTrack*> touched;
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -300,7 +309,9 @@ struct Engine::Impl {
       ParentTrack& p = *seq.parent;
       if (seq.finished) continue;  // a stop string ended it at an earlier token of this step
       if (p.num_cached_tokens < 0) p.num_cached_tokens = std::max(0, res.request->num_cached_tokens);
-      on_token(seq, *res.request, res, sampled[step_sampling.row(res.scheduled_index, res.token_index)], now);
+      SampleOutput& sample = res.fork_index >= 0 ? step_sampling.fork_output(res.scheduled_index, res.fork_index)
+                                                 : sampled[step_sampling.row(res.scheduled_index, res.token_index)];
+      on_token(seq, *res.request, res, sample, now);
       if (std::find(touched.begin(), touched.end(), &p) == touched.end()) touched.push_back(&p);
     }
     for (ParentTrack* p : touched) flush_parent(parents.find(p->id), now);
@@ -313,6 +324,19 @@ struct Engine::Impl {
       if (!results.empty()) stats.last_progress = now;
     }
     publish(true);
+  }
+
+  // Fork children never compute the prompt: they get the prompt logprobs their source has just
+  // completed (before the source's first token hands its own copy out).
+  void share_prompt_logprobs(const SchedulerOutput& out) {
+    for (const ScheduledRequest& s : out.scheduled) {
+      const SequenceTrack& source = *track_of(*s.request);
+      if (s.fork_children.empty() || !source.prompt_logprobs) continue;
+      for (const Request* child : s.fork_children) {
+        SequenceTrack& c = *track_of(*child);
+        if (c.prompt_logprobs) c.prompt_logprobs = source.prompt_logprobs;
+      }
+    }
   }
 
   // Rows first .. first + count - 1 of a prompt score prompt tokens first + 1 .. first + count,

@@ -12,7 +12,10 @@
 //
 // n > 1: the request becomes n child sequences in the scheduler ("<index>_<id>", as vLLM names
 // them) with seeds seed + index; their outputs come back on the parent's channel with the index.
-// Their prompt blocks are shared through the prefix cache once one of them has computed them.
+// The prompt is prefilled once, by child 0; the others are forked from it when it completes
+// (Scheduler::add_fork_child): each samples its first token from child 0's last prompt row with its
+// own options and continues from child 0's KV blocks and GDN state, so each child's tokens are those
+// of a single request with its seed.
 #pragma once
 
 #include <atomic>

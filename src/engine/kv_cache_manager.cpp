@@ -112,6 +112,34 @@ bool KvCacheManager::allocate_slots(Request& request, int num_new_tokens, const 
   return true;
 }
 
+bool KvCacheManager::fork_blocks(const Request& source, Request& child, int num_tokens, int* partial_src,
+                                 int* partial_dst) {
+  auto& blocks = child.res.block_ids;
+  if (!blocks.empty() || child.num_computed_tokens != 0)
+    throw EngineLogicError(fmt::format("request '{}': forked while holding blocks", child.id()));
+  const auto& src = source.res.block_ids;
+  const int num_full = num_tokens / config_.block_size;
+  const bool partial = num_tokens % config_.block_size != 0;
+  if (static_cast<int>(src.size()) < num_full + (partial ? 1 : 0))
+    throw EngineLogicError(fmt::format("request '{}': fork source '{}' holds {} blocks for {} tokens", child.id(),
+                                       source.id(), src.size(), num_tokens));
+  if (partial && pool_.num_free_blocks() < 1) return false;
+  if (blocks.capacity() < static_cast<std::size_t>(max_blocks_per_request_))
+    blocks.reserve(static_cast<std::size_t>(max_blocks_per_request_));
+  const std::span<const std::int32_t> shared(src.data(), static_cast<std::size_t>(num_full));
+  pool_.touch(shared);
+  blocks.assign(shared.begin(), shared.end());
+  // The shared blocks are the source's: whatever it offered to the prefix cache stays offered.
+  child.res.num_registered_blocks = std::min(source.res.num_registered_blocks, num_full);
+  *partial_src = *partial_dst = -1;
+  if (partial) {
+    if (!pool_.allocate(1, blocks)) throw EngineLogicError("KV block pool: free count changed during a fork");
+    *partial_src = src[static_cast<std::size_t>(num_full)];
+    *partial_dst = blocks.back();
+  }
+  return true;
+}
+
 void KvCacheManager::cache_computed_blocks(Request& request) {
   if (!config_.enable_prefix_caching) return;
   update_block_hashes(request);

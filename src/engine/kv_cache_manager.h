@@ -56,6 +56,13 @@ class KvCacheManager {
   // suffice. On success, the new blocks are the tail of request.res.block_ids.
   bool allocate_slots(Request& request, int num_new_tokens, const PrefixHit* hit = nullptr);
 
+  // Shared prefill (n > 1): `child`, holding no blocks, takes the KV of the first num_tokens
+  // positions of `source`: its full blocks by reference (ref +1, as a prefix hit takes them) and,
+  // when num_tokens ends inside a block, a fresh block the caller fills with a copy of the source's
+  // partial block (copy-on-write: the child's next tokens land in its own block). Sets *partial_src /
+  // *partial_dst to that pair (-1 when none). False, changing nothing, when no block is free.
+  bool fork_blocks(const Request& source, Request& child, int num_tokens, int* partial_src, int* partial_dst);
+
   // Registers the request's full blocks whose KV has been computed (num_computed_tokens) in the
   // prefix cache. Called after each step, so a hit never points at KV that is not written yet.
   void cache_computed_blocks(Request& request);

@@ -129,4 +129,12 @@ kernels::TensorView ModelRunner::execute(const SchedulerOutput& step, const Prom
   return logits;
 }
 
+void ModelRunner::apply_forks(const SchedulerOutput& step) {
+  // In order: an earlier fork's source block or slot may be a later fork's fresh destination.
+  for (const ForkCopy& f : step.forks) {
+    slots_.copy_from(slots_, f.src_state_slot, f.dst_state_slot);
+    if (f.src_block >= 0) kv_.copy_block(f.src_block, f.dst_block);
+  }
+}
+
 }  // namespace fp4serve::engine

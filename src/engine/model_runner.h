@@ -57,6 +57,11 @@ class ModelRunner {
   // to their kept length and fills the snapshots their kept drafts passed. A no-op without drafts.
   void apply_verify_outcomes(const SchedulerOutput& step) { rollback_.apply(step, slots_, snapshots_); }
 
+  // After the scheduler's update_from_emitted of the same step, after apply_verify_outcomes (a slot a
+  // finished verify request freed may be a fork's destination): each forked child gets its source's
+  // GDN state and, where the prompt ends inside a block, its own copy of the source's partial block.
+  void apply_forks(const SchedulerOutput& step);
+
   const model::Qwen35MoeModel& model() const { return *model_; }
   const model::StepWorkspace& workspace() const { return ws_; }
   // For tests: the memory behind slot ids and block ids.

@@ -78,6 +78,13 @@ class Request {
   // it; the engine refills it after each step while the request is in decode.
   std::vector<std::int32_t> draft_token_ids;
 
+  // Shared prefill for n > 1 (Scheduler::add_fork_child): a held child is in no queue; it waits for
+  // fork_source's prompt to be computed and is then forked from it (its first token sampled from
+  // the source's last prompt row, the source's KV blocks and GDN state copied or shared). Written
+  // only by the Scheduler.
+  Request* fork_source = nullptr;
+  std::vector<Request*> fork_children;  // the children held on this request, in index order
+
   // Opaque per-request payload of the layers above (the engine stores its SamplingParams,
   // output channel, ... here); the scheduler never looks inside.
   std::shared_ptr<void> user_data;

@@ -52,8 +52,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, StateSlo
   if (config_.num_speculative_tokens > 0) output_.verify_outcomes.reserve(max_seqs);
 }
 
-Request& Scheduler::add_request(std::string id, std::vector<std::int32_t> prompt_token_ids,
-                                int max_tokens) {
+Request& Scheduler::add_request(std::string id, std::vector<std::int32_t> prompt_token_ids, int max_tokens,
+                                std::uint64_t cache_salt_hash) {
   if (requests_.find(std::string_view(id)) != requests_.end())
     throw EngineLogicError(fmt::format("request id '{}' is already in the engine", id));
   if (static_cast<int>(prompt_token_ids.size()) > config_.max_model_len)
@@ -63,9 +63,34 @@ Request& Scheduler::add_request(std::string id, std::vector<std::int32_t> prompt
   Request& r = *req;
   r.reserve_tokens(static_cast<int>(std::min<std::int64_t>(
       static_cast<std::int64_t>(r.num_prompt_tokens()) + max_tokens, config_.max_model_len)));
+  r.cache_salt_hash = cache_salt_hash;
   kv_.update_block_hashes(r);
   requests_.emplace(std::move(id), std::move(req));
   waiting_.push_back(&r);
+  return r;
+}
+
+Request& Scheduler::add_fork_child(std::string id, std::string_view source_id, int max_tokens) {
+  auto src_it = requests_.find(source_id);
+  if (src_it == requests_.end())
+    throw EngineLogicError(fmt::format("fork child '{}': no request '{}'", id, source_id));
+  Request& src = *src_it->second;
+  if (src.num_output_tokens() != 0 || src.fork_source != nullptr || src.finished())
+    throw EngineLogicError(fmt::format("fork child '{}': '{}' is past its prompt or itself held", id, source_id));
+  if (requests_.find(std::string_view(id)) != requests_.end())
+    throw EngineLogicError(fmt::format("request id '{}' is already in the engine", id));
+  const std::span<const std::int32_t> prompt = src.prompt_token_ids();
+  auto req = std::make_unique<Request>(id, std::vector<std::int32_t>(prompt.begin(), prompt.end()), max_tokens,
+                                       next_arrival_++);
+  Request& r = *req;
+  r.reserve_tokens(static_cast<int>(std::min<std::int64_t>(
+      static_cast<std::int64_t>(r.num_prompt_tokens()) + max_tokens, config_.max_model_len)));
+  r.cache_salt_hash = src.cache_salt_hash;
+  kv_.update_block_hashes(r);
+  r.fork_source = &src;
+  src.fork_children.push_back(&r);
+  ++num_held_;
+  requests_.emplace(std::move(id), std::move(req));
   return r;
 }
 
@@ -168,6 +193,9 @@ const SchedulerOutput& Scheduler::schedule() {
 
 int Scheduler::draft_limit(const Request& r) const {
   if (config_.num_speculative_tokens == 0 || r.draft_token_ids.empty()) return 0;
+  // A chunked prefill that left one prompt token looks like a decode; with held fork children it runs
+  // without drafts, so its slot holds exactly the state after the prompt when the children copy it.
+  if (!r.fork_children.empty()) return 0;
   // Room for every draft and the bonus token after them: never past max_model_len or max_tokens.
   const int room = std::min(config_.max_model_len - r.num_tokens(), r.max_tokens() - r.num_output_tokens()) - 1;
   return std::max(0, std::min({static_cast<int>(r.draft_token_ids.size()), config_.num_speculative_tokens, room}));
@@ -203,6 +231,9 @@ void Scheduler::emit(Request& r, int num_tokens, std::size_t old_num_blocks, Sta
         std::max(0, std::min(s.start_position + num_tokens, r.num_prompt_tokens() - 1) - s.start_position);
   }
   s.resumed = resumed;
+  // The step that computes the last prompt token (never a verify step: draft_limit): its row is the
+  // one the held children sample from.
+  if (s.needs_logits && r.num_output_tokens() == 0 && num_drafts == 0) s.fork_children = r.fork_children;
   s.snapshot_begin = static_cast<int>(output_.snapshot_points.size());
   // A verify step's snapshots are planned once the kept length is known (update_verified).
   if (num_drafts == 0) plan_snapshots(r, s.start_position, s.start_position + num_tokens);
@@ -255,17 +286,35 @@ const std::vector<StepResult>& Scheduler::update_from_output(std::span<const std
   return update_from_emitted(single_tokens_);
 }
 
-const std::vector<StepResult>& Scheduler::update_from_emitted(std::span<const std::span<const std::int32_t>> emitted) {
+const std::vector<StepResult>& Scheduler::update_from_emitted(std::span<const std::span<const std::int32_t>> emitted,
+                                                              std::span<const std::int32_t> fork_tokens) {
   if (!step_in_flight_) throw EngineLogicError("update_from_output() without a schedule()");
   if (emitted.size() != output_.scheduled.size())
     throw EngineLogicError(fmt::format("update_from_output: {} sampled tokens for {} scheduled requests",
                                        emitted.size(), output_.scheduled.size()));
+  std::size_t num_forks = 0;
+  for (const ScheduledRequest& s : output_.scheduled) num_forks += s.fork_children.size();
+  if (fork_tokens.size() != num_forks)
+    throw EngineLogicError(fmt::format("update_from_output: {} fork tokens for {} fork children", fork_tokens.size(),
+                                       num_forks));
   results_.clear();
   output_.verify_outcomes.clear();
   output_.kept_snapshot_points.clear();
+  output_.forks.clear();
+  std::size_t next_fork = 0;
+  int fallback_at = 0;
   for (std::size_t i = 0; i < output_.scheduled.size(); ++i) {
     const ScheduledRequest& s = output_.scheduled[i];
     Request& r = *s.request;
+    // Forks first: they take r's blocks and state before r's own token can finish (and free) it.
+    fork_results_.clear();
+    if (!s.fork_children.empty()) {
+      // s.fork_children views r.fork_children, which fork() leaves alone.
+      for (std::size_t k = 0; k < s.fork_children.size(); ++k)
+        fork(r, *s.fork_children[k], fork_tokens[next_fork++], static_cast<int>(i), static_cast<int>(k), fallback_at);
+      r.fork_children.clear();
+      output_.scheduled[i].fork_children = {};  // forked: the view would dangle
+    }
     if (s.num_draft_tokens > 0) {
       update_verified(static_cast<int>(i), s, emitted[i]);
       continue;
@@ -294,6 +343,7 @@ const std::vector<StepResult>& Scheduler::update_from_emitted(std::span<const st
       retire(r, status);
     }
     results_.push_back(StepResult{&r, token, status != RequestStatus::kRunning, status, static_cast<int>(i), 0});
+    results_.insert(results_.end(), fork_results_.begin(), fork_results_.end());
   }
   step_in_flight_ = false;
   for (const std::string& id : deferred_aborts_) abort_request(id);
@@ -354,6 +404,61 @@ void Scheduler::update_verified(int index, const ScheduledRequest& s, std::span<
     running_.erase(std::find(running_.begin(), running_.end(), &r));
     retire(r, status);  // commits the tail planned above; the runner fills it before the next step
   }
+}
+
+void Scheduler::fork(Request& r, Request& c, std::int32_t token, int scheduled_index, int fork_index,
+                     int& fallback_at) {
+  // This step computed r's last prompt token (emit lists fork children only then).
+  const int prompt = r.num_prompt_tokens();
+  if (c.fork_source != &r) throw EngineLogicError(fmt::format("'{}' is not held on '{}'", c.id(), r.id()));
+  c.fork_source = nullptr;
+  --num_held_;
+  c.prompt_logprobs_pending = false;  // the engine hands it the source's prompt logprobs
+  c.append_output_token(token);
+  ++counters_.generation_tokens;
+  const RequestStatus status = finish_status(c);
+  if (status != RequestStatus::kRunning) {
+    // Done at its first token (max_tokens 1, a stop token): it ran, through its source.
+    c.transition_to(RequestStatus::kRunning);
+    c.num_cached_tokens = prompt;
+    counters_.prompt_tokens_forked += prompt;
+    retire(c, status);
+  } else {
+    int slot = -1, src_block = -1, dst_block = -1;
+    bool forked = static_cast<int>(running_.size()) < config_.max_num_seqs && (slot = slots_.allocate()) >= 0;
+    if (forked && !kv_.fork_blocks(r, c, prompt, &src_block, &dst_block)) {
+      slots_.free(slot);
+      forked = false;
+    }
+    if (forked) {
+      c.transition_to(RequestStatus::kRunning);
+      c.num_computed_tokens = prompt;
+      c.num_cached_tokens = prompt;
+      c.res.state_slot = slot;
+      running_.push_back(&c);
+      counters_.prompt_tokens_forked += prompt;
+      output_.forks.push_back(ForkCopy{r.res.state_slot, slot, src_block, dst_block});
+    } else {
+      // No room to fork now: wait at the front, as a preempted request does, and recompute the
+      // prompt and the first token (a prefix hit where the cache has them) when admitted.
+      waiting_.insert(waiting_.begin() + fallback_at++, &c);
+    }
+  }
+  fork_results_.push_back(StepResult{&c, token, status != RequestStatus::kRunning, status, scheduled_index, 0,
+                                     fork_index});
+}
+
+void Scheduler::promote_fork_children(Request& r, std::deque<Request*>::iterator at) {
+  if (r.fork_children.empty()) return;
+  Request& first = *r.fork_children.front();
+  first.fork_source = nullptr;
+  --num_held_;
+  for (std::size_t k = 1; k < r.fork_children.size(); ++k) {
+    r.fork_children[k]->fork_source = &first;
+    first.fork_children.push_back(r.fork_children[k]);
+  }
+  r.fork_children.clear();
+  waiting_.insert(at, &first);
 }
 
 // The same snapshots plan_snapshots would have planned over the decode steps that produced these
@@ -420,6 +525,8 @@ void Scheduler::preempt(Request& r) {
 }
 
 void Scheduler::retire(Request& r, RequestStatus final_status) {
+  if (!r.fork_children.empty() || r.fork_source != nullptr)
+    throw EngineLogicError(fmt::format("request '{}' retired with held fork children or while held", r.id()));
   release_resources(r);
   r.transition_to(final_status);
   auto it = requests_.find(std::string_view(r.id()));
@@ -436,10 +543,16 @@ bool Scheduler::abort_request(std::string_view id) {
     return true;
   }
   Request& r = *it->second;
-  if (r.status() == RequestStatus::kRunning) {
+  if (r.fork_source != nullptr) {  // a held child: in no queue
+    auto& held = r.fork_source->fork_children;
+    held.erase(std::find(held.begin(), held.end(), &r));
+    r.fork_source = nullptr;
+    --num_held_;
+  } else if (r.status() == RequestStatus::kRunning) {
     running_.erase(std::find(running_.begin(), running_.end(), &r));
+    promote_fork_children(r, waiting_.begin());
   } else {
-    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &r));
+    promote_fork_children(r, waiting_.erase(std::find(waiting_.begin(), waiting_.end(), &r)));
   }
   retire(r, RequestStatus::kFinishedAborted);
   return true;

@@ -36,6 +36,17 @@
 // blocks of kept tokens, and plans the GDN snapshots the kept tokens passed (VerifyOutcome): nothing a
 // rejected draft touched reaches the prefix cache.
 //
+// Shared prefill for n > 1 (add_fork_child): children 1 .. n-1 of a request are held, in no queue,
+// while child 0 (the source) prefills the prompt alone. The step that computes the source's last
+// prompt token lists them in ScheduledRequest::fork_children; the engine samples each one's first
+// token from the source's logits row with the child's own options (so it equals what a single request
+// with the child's seed samples), and update_from_emitted forks each child: it takes the source's
+// full KV blocks by reference, a copy of the partial last block and a copy of the GDN state
+// (SchedulerOutput::forks), num_computed_tokens = prompt length, and continues in decode. Its prompt
+// tokens count as prompt_tokens_forked, not computed. A child that cannot fork (no free slot, block or
+// running place) joins the front of the waiting queue with its first token, as a preempted request,
+// and prefills itself. A source aborted before the fork hands its held children to the first of them.
+//
 // Single-threaded: the engine thread owns it. Calls alternate schedule() / update_from_output();
 // abort_request() between them is deferred to the end of update_from_output().
 #pragma once
@@ -84,6 +95,7 @@ struct StepResult {
   RequestStatus status = RequestStatus::kRunning;
   int scheduled_index = -1;          // in the step's SchedulerOutput::scheduled
   int token_index = 0;               // 0 .. : which of the request's tokens this step (its logits row)
+  int fork_index = -1;               // >= 0: the request is fork_children[fork_index] of the scheduled one
 };
 
 class Scheduler {
@@ -94,7 +106,13 @@ class Scheduler {
 
   // Queues a new request (FCFS by arrival). EngineLogicError on a duplicate id, an empty prompt or a
   // prompt longer than max_model_len.
-  Request& add_request(std::string id, std::vector<std::int32_t> prompt_token_ids, int max_tokens);
+  // cache_salt_hash: Request::cache_salt_hash, set before the prompt's block hashes are computed.
+  Request& add_request(std::string id, std::vector<std::int32_t> prompt_token_ids, int max_tokens,
+                       std::uint64_t cache_salt_hash = 0);
+  // Queues a held child of source_id (waiting, never scheduled, prompt not computed yet): it is
+  // forked from the source when the source's prompt is computed (see above). The child's prompt is
+  // the source's. EngineLogicError on a duplicate id or a source that is unknown or past its prompt.
+  Request& add_fork_child(std::string id, std::string_view source_id, int max_tokens);
   // Cancels a request in any unfinished state, freeing what it holds; false if unknown or finished.
   bool abort_request(std::string_view id);
 
@@ -104,10 +122,14 @@ class Scheduler {
   // The general form: emitted[i] are the tokens output.scheduled[i] produced (ignored where
   // !needs_logits): one, or for a verify step its accepted drafts followed by the correction or bonus
   // token (1 .. 1 + num_draft_tokens; EngineLogicError if a token before the last is not its draft).
-  const std::vector<StepResult>& update_from_emitted(std::span<const std::span<const std::int32_t>> emitted);
+  // fork_tokens: the first token of every fork child of the step, in scheduled order then child order
+  // (EngineLogicError if the count differs); their results follow their source's.
+  const std::vector<StepResult>& update_from_emitted(std::span<const std::span<const std::int32_t>> emitted,
+                                                     std::span<const std::int32_t> fork_tokens = {});
 
   int num_running() const { return static_cast<int>(running_.size()); }
-  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  // Held fork children count as waiting (a held child's source is always running or waiting).
+  int num_waiting() const { return static_cast<int>(waiting_.size()) + num_held_; }
   bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty(); }
   const Request* find(std::string_view id) const;
   std::span<Request* const> running() const { return running_; }
@@ -126,6 +148,11 @@ class Scheduler {
   void update_verified(int index, const ScheduledRequest& s, std::span<const std::int32_t> tokens);
   // kFinishedLength / kFinishedStopped / kRunning for r after a token was appended.
   RequestStatus finish_status(const Request& r) const;
+  // Forks held child c (first token `token`) off source r, whose prompt was computed this step.
+  void fork(Request& r, Request& c, std::int32_t token, int scheduled_index, int fork_index, int& fallback_at);
+  // r leaves before forking its held children: the first becomes an ordinary waiting request at
+  // r's place in the queue (or the front) and the source of the others.
+  void promote_fork_children(Request& r, std::deque<Request*>::iterator at);
   void preempt(Request& r);
   void release_resources(Request& r);
   void retire(Request& r, RequestStatus final_status);
@@ -147,9 +174,11 @@ class Scheduler {
   std::vector<std::string> deferred_aborts_;
   std::uint64_t next_arrival_ = 0;
   bool step_in_flight_ = false;
+  int num_held_ = 0;  // fork children held on a source
 
   SchedulerOutput output_;
   std::vector<StepResult> results_;
+  std::vector<StepResult> fork_results_;  // one source's fork children, appended after its own result
   std::vector<std::span<const std::int32_t>> single_tokens_;  // the one-token form's spans
   SchedulerMetrics counters_;
 };

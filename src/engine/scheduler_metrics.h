@@ -35,6 +35,9 @@ struct SchedulerMetrics {
   std::int64_t prefix_cache_hits = 0;     // tokens restored, vllm:prefix_cache_hits
   std::int64_t num_preemptions = 0;       // vllm:num_preemptions
   std::int64_t prompt_tokens_computed = 0;  // prompt positions run through the model (hits excluded)
+  // Prompt positions forked children took from their source instead of computing (n > 1 shared
+  // prefill): exported as local_cache_hit.
+  std::int64_t prompt_tokens_forked = 0;
   std::int64_t generation_tokens = 0;     // tokens appended to outputs, vllm:generation_tokens
   std::int64_t kv_block_evictions = 0;    // cached blocks dropped to make room
   std::int64_t snapshot_evictions = 0;    // GDN snapshots dropped to make room

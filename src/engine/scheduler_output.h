@@ -53,6 +53,11 @@ struct ScheduledRequest {
   // token after each (positions start .. start + n - 1 score tokens start + 1 .. start + n).
   int prompt_logit_rows = 0;
   bool resumed = false;           // first step after a preemption (recompute)
+  // n > 1: the held children forked off this request when this step computes its last prompt token
+  // (Request::fork_children). Each samples its first token from this request's logits row with its
+  // own options; update_from_emitted takes those tokens, forks them (SchedulerOutput::forks) and
+  // empties this view.
+  std::span<Request* const> fork_children;
   int snapshot_begin = 0;         // range in SchedulerOutput::snapshot_points, in token order
   int snapshot_count = 0;
 
@@ -72,6 +77,18 @@ struct VerifyOutcome {
   int snapshot_count = 0;
 };
 
+// Written by update_from_emitted for each child forked this step: the model runner must copy the
+// source's GDN state slot into the child's slot and, when the prompt ends inside a block, the
+// source's last (partial) KV block into the child's fresh block, every attention layer, K and V
+// (ModelRunner::apply_forks). In order: a block or slot freed earlier in the same update may be the
+// destination of a later fork, never the source of one.
+struct ForkCopy {
+  int src_state_slot = -1;
+  int dst_state_slot = -1;
+  int src_block = -1;             // -1: the prompt fills whole blocks; the child shares all of them
+  int dst_block = -1;
+};
+
 struct SchedulerOutput {
   std::vector<ScheduledRequest> scheduled;  // running requests first, then newly admitted ones
   std::vector<SnapshotPoint> snapshot_points;
@@ -80,6 +97,8 @@ struct SchedulerOutput {
   // Filled by update_from_emitted (verify steps only); read by ModelRunner::apply_verify_outcomes.
   std::vector<VerifyOutcome> verify_outcomes;
   std::vector<SnapshotPoint> kept_snapshot_points;
+  // Filled by update_from_emitted (forks only); read by ModelRunner::apply_forks.
+  std::vector<ForkCopy> forks;
 
   std::span<const SnapshotPoint> snapshots_of(const ScheduledRequest& s) const {
     return std::span<const SnapshotPoint>(snapshot_points)
@@ -94,6 +113,7 @@ struct SchedulerOutput {
     snapshot_points.clear();
     verify_outcomes.clear();
     kept_snapshot_points.clear();
+    forks.clear();
     total_num_scheduled_tokens = 0;
     num_preempted = 0;
   }

@@ -61,6 +61,27 @@ void StepSampling::build(const SchedulerOutput& step, std::span<float> logits, s
   });
 }
 
+std::span<const std::int32_t> StepSampling::sample_forks(const SchedulerOutput& step, const kernels::TensorView& logits,
+                                                         Sampler& sampler, const OptionsOf& options_of) {
+  fork_outputs_.clear();
+  fork_tokens_.clear();
+  first_fork_.assign(step.scheduled.size(), -1);
+  for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
+    const ScheduledRequest& s = step.scheduled[i];
+    if (s.fork_children.empty()) continue;
+    if (first_row_.at(i) < 0) throw EngineLogicError("fork children on a request without a logits row");
+    first_fork_[i] = static_cast<int>(fork_outputs_.size());
+    const kernels::TensorView row = logits.rows(first_row_[i], 1);
+    for (const Request* child : s.fork_children) {
+      sampler.add_row(*options_of(*child), child->prompt_token_ids(), child->output_token_ids());
+      std::vector<SampleOutput> out = sampler.sample_step(row);
+      fork_tokens_.push_back(out.front().token);
+      fork_outputs_.push_back(std::move(out.front()));
+    }
+  }
+  return fork_tokens_;
+}
+
 std::span<const std::span<const std::int32_t>> StepSampling::accept(const SchedulerOutput& step,
                                                                      std::span<const SampleOutput> sampled) {
   if (sampled.size() != num_rows_)

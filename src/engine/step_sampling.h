@@ -50,6 +50,19 @@ class StepSampling {
   // logits_rows is not the step's row count.
   void add_rows(const SchedulerOutput& step, int64_t logits_rows, Sampler& sampler, const OptionsOf& options_of);
 
+  // After sample_step of the add_rows rows: the first token of every fork child of the step
+  // (ScheduledRequest::fork_children), each sampled from its source's row 0 with the child's own
+  // options and an empty output history -- what a single request with the child's options samples
+  // from the same row. One op call per child: the op edits a row in place while it samples it (and
+  // restores it), so two rows of one call must not share memory. Returns the tokens in
+  // update_from_emitted's fork order.
+  std::span<const std::int32_t> sample_forks(const SchedulerOutput& step, const kernels::TensorView& logits,
+                                             Sampler& sampler, const OptionsOf& options_of);
+  // The sample behind a StepResult of a fork child (its scheduled_index and fork_index).
+  SampleOutput& fork_output(int scheduled_index, int fork_index) {
+    return fork_outputs_.at(static_cast<std::size_t>(first_fork_.at(static_cast<std::size_t>(scheduled_index)) + fork_index));
+  }
+
   // The same rows as Sampler inputs over host logits [rows, vocab], for Sampler::sample (tests that
   // step a stack by hand); logits must outlive the inputs.
   void build(const SchedulerOutput& step, std::span<float> logits, std::size_t vocab, const ParamsOf& params_of);
@@ -76,6 +89,9 @@ class StepSampling {
   std::vector<int> first_row_;                        // per scheduled request (-1: no logits)
   std::vector<std::vector<std::int32_t>> histories_;  // per scheduled request: outputs + drafts (verify only)
   std::vector<std::int32_t> emitted_tokens_;
+  std::vector<int> first_fork_;                       // per scheduled request: its first fork output
+  std::vector<SampleOutput> fork_outputs_;
+  std::vector<std::int32_t> fork_tokens_;
   std::vector<std::size_t> end_scratch_;
   std::vector<std::span<const std::int32_t>> emitted_;
 };

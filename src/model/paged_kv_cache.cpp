@@ -10,7 +10,8 @@ size_t elem_size(kernels::KvDtype dtype) { return dtype == kernels::KvDtype::kBf
 
 PagedKvCache::PagedKvCache(kernels::Backend& backend, int num_attention_layers, int num_blocks, int block_size,
                            int n_kv_heads, int head_dim, kernels::KvDtype dtype)
-    : layers_(num_attention_layers),
+    : backend_(&backend),
+      layers_(num_attention_layers),
       num_blocks_(num_blocks),
       block_size_(block_size),
       n_kv_heads_(n_kv_heads),
@@ -48,6 +49,28 @@ kernels::KvView PagedKvCache::view(int layer, std::span<const int32_t> block_tab
   kv.k_scale = k_scale;
   kv.v_scale = v_scale;
   return kv;
+}
+
+}  // namespace fp4serve::model
+
+namespace fp4serve::model {
+
+void PagedKvCache::copy_block(int src, int dst) {
+  if (src < 0 || src >= num_blocks_ || dst < 0 || dst >= num_blocks_)
+    throw std::out_of_range("KV block copy " + std::to_string(src) + " -> " + std::to_string(dst) + " outside the pool of " +
+                            std::to_string(num_blocks_));
+  if (layers_ == 0 || src == dst) return;
+  // A block of one layer is contiguous; the layers are layer_bytes_ apart: one row-strided 2-D copy
+  // of [layers, block bytes] per K and V.
+  const auto block = static_cast<int64_t>(layer_bytes_ / static_cast<size_t>(num_blocks_));
+  const kernels::Device dev = backend_->device();
+  for (const kernels::DeviceBuffer* buf : {&k_, &v_}) {
+    auto* base = static_cast<uint8_t*>(buf->data());
+    kernels::TensorView from = kernels::TensorView::contiguous(base + block * src, DType::kU8, {layers_, block}, dev);
+    kernels::TensorView to = kernels::TensorView::contiguous(base + block * dst, DType::kU8, {layers_, block}, dev);
+    from.stride[0] = to.stride[0] = static_cast<int64_t>(layer_bytes_);
+    backend_->copy(to, from);
+  }
 }
 
 }  // namespace fp4serve::model

@@ -24,11 +24,15 @@ class PagedKvCache {
   // alive while the view is used). Throws for a layer or block id outside the pool.
   kernels::KvView view(int layer, std::span<const int32_t> block_table, float k_scale, float v_scale) const;
 
+  // Block dst = block src, every layer, K and V (a forked sequence's copy of a shared partial block).
+  void copy_block(int src, int dst);
+
   int num_blocks() const { return num_blocks_; }
   int block_size() const { return block_size_; }
   kernels::KvDtype dtype() const { return dtype_; }
 
  private:
+  kernels::Backend* backend_ = nullptr;
   int layers_ = 0, num_blocks_ = 0, block_size_ = 0, n_kv_heads_ = 0, head_dim_ = 0;
   kernels::KvDtype dtype_ = kernels::KvDtype::kBf16;
   size_t layer_bytes_ = 0;        // K (or V) of one layer

@@ -65,7 +65,8 @@ std::string render_engine_metrics(const engine::EngineStats& stats, const Exposi
   // vLLM counts every prompt token here (computed + prefix-cache hits); the split is in
   // prompt_tokens_by_source.
   const double computed = static_cast<double>(s.prompt_tokens_computed);
-  const double cached = static_cast<double>(s.prefix_cache_hits);
+  // Prompt tokens an n > 1 child took from the sibling that prefilled them count as cache hits.
+  const double cached = static_cast<double>(s.prefix_cache_hits + s.prompt_tokens_forked);
   w.counter("vllm:prompt_tokens", "Number of prefill tokens processed.", one(computed + cached));
   w.counter("vllm:prompt_tokens_by_source", "Number of prompt tokens by source.",
             {{with("source", "local_compute"), computed},

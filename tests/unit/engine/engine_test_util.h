@@ -120,6 +120,15 @@ class ShadowModel {
     }
     return sampled;
   }
+  // After update_from_emitted: what ModelRunner::apply_forks does (state slot, partial KV block).
+  void apply_forks(const SchedulerOutput& out) {
+    for (const ForkCopy& f : out.forks) {
+      slots_.at(static_cast<std::size_t>(f.dst_state_slot)) = slots_.at(static_cast<std::size_t>(f.src_state_slot));
+      if (f.src_block < 0) continue;
+      for (int i = 0; i < bs_; ++i)
+        kv_.at(static_cast<std::size_t>(f.dst_block) * bs_ + i) = kv_.at(static_cast<std::size_t>(f.src_block) * bs_ + i);
+    }
+  }
   const std::string& error() const { return error_; }
 
  private:
