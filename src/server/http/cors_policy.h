@@ -1,8 +1,8 @@
 // CORS as vLLM answers it: `vllm serve` always wraps its app in Starlette's CORSMiddleware with
 // --allowed-origins, --allowed-methods, --allowed-headers (JSON lists, default ["*"]) and
 // --allow-credentials (default off), max_age 600, nothing exposed and no origin regex
-// (vllm/entrypoints/openai/api_server.py build_app; starlette/middleware/cors.py, docs/vllm-surface.md
-// §1.1). Only requests that carry an Origin header are touched:
+// (vllm/entrypoints/openai/api_server.py build_app; starlette/middleware/cors.py; docs/vllm-surface.md
+// §2.1, and §1.1 for the middleware order). Only requests that carry an Origin header are touched:
 //   - a preflight (OPTIONS with Origin and Access-Control-Request-Method) is answered here, before
 //     routing, whatever the path: 200 "OK", or 400 "Disallowed CORS origin, method, headers" (the
 //     failed parts, in that order), text/plain, with the allow-methods/max-age/allow-headers set;

@@ -4,7 +4,8 @@
 // arguments are ignored", vllm/entrypoints/openai/cli_args.py; api_server.py binds it itself). vLLM's
 // bind fails on any existing path, so a socket file left by a crashed server blocks the next start;
 // here a socket file nobody listens on is removed first, while a live socket or any other kind of
-// file is refused. The socket file is removed again when the listener closes.
+// file is refused. The socket file is removed again when the listener closes (docs/vllm-surface.md
+// §2.1).
 //
 // Transport: a plain ByteStream, or TLS when the server has a TLS context (over TCP or the Unix
 // socket, as uvicorn does); with --enable-ssl-refresh every connection takes the context current

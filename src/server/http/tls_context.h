@@ -2,7 +2,8 @@
 // create_ssl_context makes on Python's ssl.PROTOCOL_TLS_SERVER: TLS 1.2 and newer, OpenSSL's
 // default ciphers unless --ssl-ciphers, the certificate chain and key loaded once, client
 // verification from --ssl-cert-reqs against --ssl-ca-certs. Every failure is a TlsConfigError that
-// names the flag and the file (vLLM would print a Python traceback ending in "[SSL] PEM lib").
+// names the flag and the file (vLLM prints a Python traceback ending in "[SSL] PEM lib", after the
+// engine has started).
 #pragma once
 
 #include <memory>

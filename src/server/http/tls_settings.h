@@ -5,7 +5,7 @@
 //   --ssl-cert-reqs  Python's ssl.VerifyMode: 0 CERT_NONE (default), 1 CERT_OPTIONAL (a client
 //                    certificate is asked for and verified when sent), 2 CERT_REQUIRED
 //   --ssl-ciphers    OpenSSL cipher list for TLS 1.2 (TLS 1.3 suites are not affected)
-//   --enable-ssl-refresh  reload the files when they change (tls_refresh.h)
+//   --enable-ssl-refresh  reload the files when they change (tls_context_source.h)
 // Plain data, no Asio/OpenSSL types: serve's flag code and HttpServerConfig include it cheaply.
 #pragma once
 
