@@ -6,7 +6,11 @@
 
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <thread>
+#include <vector>
+
+#include <boost/asio/local/stream_protocol.hpp>
 
 #include "http_test_support.h"
 #include "server/http/tls_context.h"
@@ -247,6 +251,107 @@ TEST(HttpServerTls, OptionalClientCertificatesAreVerifiedOnlyWhenSent) {
   EXPECT_TRUE(served(server.port(), f));
   EXPECT_TRUE(served(server.port(), f, f.client_cert, f.client_key));
   EXPECT_FALSE(served(server.port(), f, f.stranger_cert, f.stranger_key));
+}
+
+TEST(HttpServerTls, TimeoutsWorkInsideTheSession) {
+  TlsFiles f("timeouts");
+  HttpServerConfig cfg = test_config();
+  cfg.tls = settings_for(f);
+  cfg.keep_alive_timeout = std::chrono::milliseconds(200);
+  cfg.request_head_timeout = std::chrono::milliseconds(300);
+  HttpServer server(cfg, tls_router());
+  server.start();
+  {
+    // An idle keep-alive connection is ended (close_notify) after the keep-alive timeout.
+    TlsClient client(server.port(), f.ca);
+    client.send("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    const auto start = std::chrono::steady_clock::now();
+    const std::string all = client.read_until_close();
+    EXPECT_EQ(all.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << all;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  }
+  {
+    // A head that stops halfway gets its 408 through the TLS session.
+    TlsClient client(server.port(), f.ca);
+    client.send("GET /health HTTP/1.1\r\nHost: loc");
+    const std::string all = client.read_until_close();
+    EXPECT_EQ(all.rfind("HTTP/1.1 408 Request Timeout\r\n", 0), 0u) << all;
+    EXPECT_NE(all.find("Timed out reading the request head"), std::string::npos);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (server.open_connections() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(server.open_connections(), 0u);
+}
+
+TEST(HttpServerTls, RefreshServesChangedCertificatesToNewConnections) {
+  TlsFiles f("refresh");
+  HttpServerConfig cfg = test_config();
+  cfg.tls = settings_for(f);
+  cfg.tls.refresh = true;
+  std::vector<std::string> infos;
+  std::mutex mu;
+  cfg.info_log = [&](const std::string& m) {
+    std::lock_guard lock(mu);
+    infos.push_back(m);
+  };
+  HttpServer server(cfg, tls_router());
+  server.start();
+  TlsClient before(server.port(), f.ca);
+  EXPECT_EQ(before.peer_common_name(), "localhost");
+
+  // A renewed certificate from another CA, which only the new connection trusts (so it cannot
+  // succeed before the reload); the key is replaced first, then the certificate, as a deploy would.
+  testing::Key new_ca_key = testing::make_key();
+  testing::Cert new_ca = testing::make_cert("refresh CA", new_ca_key.get(), nullptr, nullptr, true);
+  const std::string new_ca_file = f.path("new-ca.pem");
+  testing::write_cert(new_ca_file, new_ca.get());
+  testing::Key key = testing::make_key();
+  testing::write_key(f.server_key, key.get());
+  testing::write_cert(f.server_cert, testing::make_cert("renewed", key.get(), new_ca.get(), new_ca_key.get(), false).get());
+
+  std::string name;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      TlsClient after(server.port(), new_ca_file);
+      name = after.peer_common_name();
+      EXPECT_NE(after.get("/health").find("healthy"), std::string::npos);
+      break;
+    } catch (const std::exception&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // not reloaded yet
+    }
+  }
+  EXPECT_EQ(name, "renewed");
+  EXPECT_NE(before.get("/health").find("healthy"), std::string::npos);  // the old session keeps working
+  std::lock_guard lock(mu);
+  ASSERT_FALSE(infos.empty());
+  EXPECT_NE(infos.back().find("reloaded"), std::string::npos);
+}
+
+TEST(HttpServerTls, ServesOverAUnixSocketToo) {
+  TlsFiles f("uds");
+  HttpServerConfig cfg = test_config();
+  cfg.tls = settings_for(f);
+  cfg.uds = f.path("tls.sock");
+  HttpServer server(cfg, tls_router());
+  server.start();
+  namespace net = boost::asio;
+  net::io_context io;
+  net::ssl::context ctx(net::ssl::context::tls_client);
+  ctx.load_verify_file(f.ca);
+  ctx.set_verify_mode(net::ssl::verify_peer);
+  net::ssl::stream<net::local::stream_protocol::socket> stream(io, ctx);
+  stream.next_layer().connect(net::local::stream_protocol::endpoint(cfg.uds));
+  stream.handshake(net::ssl::stream_base::client);
+  const std::string req = "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  net::write(stream, net::buffer(req));
+  std::string out;
+  char buf[1024];
+  boost::system::error_code ec;
+  while (!ec) out.append(buf, stream.read_some(net::buffer(buf), ec));
+  EXPECT_EQ(out.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << out;
 }
 
 TEST(TlsContextSource, ReloadsChangedFilesAndKeepsTheOldContextWhenTheNewOnesFail) {

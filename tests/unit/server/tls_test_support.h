@@ -19,6 +19,7 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -154,8 +155,14 @@ class TlsClient {
 
   // The whole response as received (head and body), read until the server closes.
   std::string get(const std::string& target) {
-    const std::string req = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-    boost::asio::write(*stream_, boost::asio::buffer(req));
+    send("GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    return read_until_close();
+  }
+
+  void send(const std::string& bytes) { boost::asio::write(*stream_, boost::asio::buffer(bytes)); }
+
+  // Everything until the server ends the connection (close_notify or EOF).
+  std::string read_until_close() {
     std::string out;
     char buf[4096];
     for (;;) {
@@ -165,6 +172,16 @@ class TlsClient {
       if (ec) break;
     }
     return out;
+  }
+
+  // The CN of the certificate the server presented.
+  std::string peer_common_name() {
+    X509* cert = SSL_get1_peer_certificate(stream_->native_handle());
+    if (!cert) return {};
+    char cn[256] = {};
+    X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof cn);
+    X509_free(cert);
+    return cn;
   }
 
  private:
