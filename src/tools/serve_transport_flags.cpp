@@ -30,6 +30,7 @@ std::vector<std::string> json_string_list(const char* flag, const std::string& t
 
 }  // namespace
 
+// vLLM's boolean frontend flags are argparse BooleanOptionalActions: each has a --no- twin.
 void add_transport_flags(CLI::App& cmd, TransportFlags& f) {
   const std::string tls = "TLS (vLLM's --ssl-* flags)";
   cmd.add_option("--ssl-certfile", f.ssl_certfile, "PEM certificate chain: serve https (may also hold the key)")->group(tls);
@@ -40,7 +41,7 @@ void add_transport_flags(CLI::App& cmd, TransportFlags& f) {
                  "client certificates: 0 not asked (default), 1 optional, 2 required (Python's ssl.CERT_*)")
       ->group(tls);
   cmd.add_option("--ssl-ciphers", f.ssl_ciphers, "OpenSSL cipher list for TLS 1.2 (default: OpenSSL's)")->group(tls);
-  cmd.add_flag("--enable-ssl-refresh", f.enable_ssl_refresh,
+  cmd.add_flag("--enable-ssl-refresh,!--no-enable-ssl-refresh", f.enable_ssl_refresh,
                "reload the certificate, key and CA files when they change (new connections use them)")
       ->group(tls);
   const std::string cors = "CORS (vLLM's defaults: any origin, method and header)";
