@@ -21,6 +21,7 @@
 #include "tools/commands.h"
 #include "tools/doctor_host.h"
 #include "tools/preflight_checks.h"
+#include "tools/serve_transport_flags.h"
 
 namespace fp4serve::tools {
 namespace {
@@ -29,6 +30,7 @@ struct DoctorArgs {
   std::string model_positional;
   std::string model_flag;
   ServeSettings settings;
+  TransportFlags transport;  // TLS, CORS, --root-path, --uds: checked as serve checks them
   // serve flags that no rule reads: accepted so that a serve command line works unchanged.
   std::string ignored_text;
   std::vector<std::string> ignored_list;
@@ -242,6 +244,15 @@ void run_doctor(DoctorArgs a) {
     std::printf("== Model ==\nno MODEL given: serve would use its built-in demo model\n");
   }
   auto results = evaluate_preflight(s, host);
+  // serve refuses these before loading anything: a certificate that does not load, a CORS list
+  // that is not JSON.
+  try {
+    const TransportSettings t = resolve_transport_flags(a.transport);
+    results.push_back(RuleResult{"transport flags (TLS, CORS)", Verdict::kOk,
+                                 t.tls.enabled() ? "certificate and key load" : "plain http"});
+  } catch (const std::exception& e) {
+    results.push_back(RuleResult{"transport flags (TLS, CORS)", Verdict::kRefused, e.what()});
+  }
   if (!checkpoint_problem.empty())
     results.insert(results.begin(), RuleResult{"checkpoint", Verdict::kRefused, checkpoint_problem});
   print_checks(results);
@@ -271,6 +282,7 @@ void register_doctor(CLI::App& app) {
   cmd->add_option("--generation-config", s.generation_config, "as serve");
   add_engine_flags(*cmd, s.engine);
   add_gpu_flags(*cmd, s.gpu);
+  add_transport_flags(*cmd, a->transport);
   // serve's other flags: accepted, not checked (they cannot make a start fail).
   for (const char* o : {"--host", "--port", "--api-key", "--chat-template", "--default-chat-template-kwargs",
                         "--health-stall-timeout", "--shutdown-timeout", "--max-waiting-requests", "--max-logprobs",

@@ -23,6 +23,7 @@
 #include "tools/doctor_host.h"
 #include "tools/preflight_checks.h"
 #include "tools/engine_setup.h"
+#include "tools/serve_transport_flags.h"
 
 namespace fp4serve::tools {
 namespace {
@@ -58,6 +59,7 @@ struct ServeArgs {
   double request_head_timeout = 10.0;
   double request_body_timeout = 60.0;
   std::string gpu_memory_utilization;
+  TransportFlags transport;
   EngineFlags engine;
   GpuFlags gpu;
 };
@@ -86,6 +88,11 @@ void run_serve(ServeArgs a) {
   preflight.gpu = a.gpu;
   const HostInfo host = probe_host();
   enforce_preflight(preflight, host);  // flag rules, before the slow load
+  // A bad certificate or CORS list is refused before the load too (the server loads the files
+  // again when it starts; --enable-ssl-refresh may change them later).
+  const TransportSettings transport = resolve_transport_flags(a.transport);
+  if (!transport.tls.enabled() && (!a.transport.ssl_ca_certs.empty() || a.transport.ssl_cert_reqs != 0))
+    spdlog::warn("--ssl-ca-certs/--ssl-cert-reqs without --ssl-certfile: serving plain http (as vLLM does)");
   if (a.api_key.empty()) {
     if (const char* k = std::getenv("VLLM_API_KEY")) a.api_key = k;
   }
@@ -164,6 +171,10 @@ void run_serve(ServeArgs a) {
   http::HttpServerConfig hc;
   hc.host = a.host;
   hc.port = static_cast<unsigned short>(a.port);
+  hc.uds = transport.uds;
+  hc.tls = transport.tls;
+  hc.cors = transport.cors;
+  hc.root_path = transport.root_path;
   hc.io_threads = a.io_threads;
   // vLLM raises the soft descriptor limit at start (set_ulimit); the connection cap follows it.
   const std::size_t fd_limit = http::raise_open_file_limit();
@@ -184,12 +195,15 @@ void run_serve(ServeArgs a) {
   if (a.enable_log_requests || !a.disable_log_requests)
     hc.access_log = [](const http::AccessLogEntry& e) { spdlog::info("{}", http::uvicorn_style_access_line(e)); };
   hc.error_log = [](const std::string& m) { spdlog::error("{}", m); };
+  hc.info_log = [](const std::string& m) { spdlog::info("{}", m); };
   http::TerminationSignals signals;
   http::HttpServer srv(hc, std::move(router));
   srv.start();
-  spdlog::info("Serving {} ({}) on http://{}:{} — max_model_len {}, max_num_seqs {}", ctx.limits.served_model_names.front(),
-               demo ? "built-in demo model, random weights" : model, a.host, srv.port(), eng.info().max_model_len,
+  spdlog::info("Serving {} ({}) on {} — max_model_len {}, max_num_seqs {}", ctx.limits.served_model_names.front(),
+               demo ? "built-in demo model, random weights" : model, srv.listen_address(), eng.info().max_model_len,
                eng.info().max_num_seqs);
+  if (!transport.root_path.empty())
+    spdlog::info("Root path {}: routes answer under it and without it (FastAPI root_path)", transport.root_path);
   // Routes: the same list vLLM prints at start-up.
   spdlog::info("Available routes: /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /detokenize, "
                "/version, /health, /ping, /metrics{}", a.enable_debug_endpoints ? ", /debug/stall, /debug/corrupt-gdn" : "");
@@ -289,6 +303,7 @@ void register_serve(CLI::App& app) {
                   "seconds from the end of a request's headers to the end of its body, else 408")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "(GPU only: refused on CPU)");
+  add_transport_flags(*cmd, a->transport);
   add_engine_flags(*cmd, a->engine);
   add_gpu_flags(*cmd, a->gpu);
   cmd->callback([a] { run_serve(*a); });

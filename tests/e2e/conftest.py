@@ -1,6 +1,8 @@
 """End-to-end fixtures: a real `fp4serve serve` process on the built-in demo model (random weights,
 real Qwen tokenizer and chat template), driven over HTTP by the official `openai` client and raw
-requests. Each server gets its own port and its own model cache directory under pytest's tmp."""
+requests. Each server gets its own port and its own model cache directory under pytest's tmp.
+A server may listen over TLS (`verify=CA file`, `client_cert=(cert, key)` when it asks for one) or on
+a Unix socket (`uds=path`): Server.get() reaches /health whichever it is."""
 import os
 import resource
 import signal
@@ -23,9 +25,12 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, args, cache_dir, env=None, nofile=None):
+    def __init__(self, args, cache_dir, env=None, nofile=None, verify=None, client_cert=None, uds=None):
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.verify = verify
+        self.client_cert = client_cert
+        self.uds = uds
+        self.url = f"{'https' if verify else 'http'}://127.0.0.1:{self.port}"
         self.log_path = Path(cache_dir) / f"serve-{self.port}.log"
         full_env = dict(os.environ, FP4SERVE_CACHE=str(cache_dir), OMP_WAIT_POLICY="passive",
                         VLLM_LOG_STATS_INTERVAL="1")
@@ -35,20 +40,33 @@ class Server:
         limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None
         self.proc = subprocess.Popen(
             [str(BINARY), "serve", "--host", "127.0.0.1", "--port", str(self.port),
-             "--kv-cache-memory", "256MiB", "--max-model-len", "2048", "--threads", "1", *args],
+             "--kv-cache-memory", "256MiB", "--max-model-len", "2048", "--threads", "1",
+             *(["--uds", uds] if uds else []), *args],
             stdout=self.log, stderr=subprocess.STDOUT, env=full_env, preexec_fn=limit)
         deadline = time.time() + 120
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"fp4serve serve exited with {self.proc.returncode}:\n{self.read_log()}")
             try:
-                if requests.get(self.url + "/health", timeout=1).status_code == 200:
+                if self.get("/health", timeout=1).status_code == 200:
                     return
-            except requests.RequestException:
+            except (requests.RequestException, OSError):
                 pass
             time.sleep(0.2)
         self.stop()
         raise RuntimeError(f"fp4serve serve did not become healthy:\n{self.read_log()}")
+
+    def get(self, path, **kwargs):
+        """GET over whatever the server listens on: TCP, TLS (verified against `verify`) or its
+        Unix socket."""
+        if self.uds:
+            import httpx
+            with httpx.Client(transport=httpx.HTTPTransport(uds=self.uds)) as c:
+                try:
+                    return c.get("http://localhost" + path, **kwargs)
+                except httpx.HTTPError as e:
+                    raise OSError(str(e)) from e
+        return requests.get(self.url + path, verify=self.verify or True, cert=self.client_cert, **kwargs)
 
     def read_log(self) -> str:
         self.log.flush()
@@ -82,8 +100,8 @@ def cache_dir(tmp_path_factory):
 def make_server(cache_dir):
     servers = []
 
-    def make(*args, env=None, nofile=None):
-        s = Server(list(args), cache_dir, env, nofile)
+    def make(*args, env=None, nofile=None, **transport):
+        s = Server(list(args), cache_dir, env, nofile, **transport)
         servers.append(s)
         return s
 

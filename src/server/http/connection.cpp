@@ -2,16 +2,17 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <vector>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 
 #include "server/http/connection_exchange.h"
 #include "server/http/error_bodies.h"
 #include "server/http/request_reader.h"
+#include "server/http/request_target.h"
 #include "server/http/status_line.h"
 
 namespace fp4serve::http {
@@ -26,13 +27,6 @@ constexpr std::size_t kMaxItemsPerWrite = 64;
 constexpr std::size_t kMaxBytesPerWrite = 1024 * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
-std::string endpoint_string(const net::ip::tcp::socket& socket) {
-  error_code ec;
-  auto ep = socket.remote_endpoint(ec);
-  if (ec) return "-";
-  return ep.address().to_string() + ":" + std::to_string(ep.port());
-}
-
 bool iequals(std::string_view a, std::string_view b) { return field_name_equals(a, b); }
 
 bool is_peer_gone(const error_code& ec) {
@@ -42,18 +36,15 @@ bool is_peer_gone(const error_code& ec) {
 
 }  // namespace
 
-Connection::Connection(std::shared_ptr<ServerContext> ctx, net::ip::tcp::socket socket, bool overflow)
+Connection::Connection(std::shared_ptr<ServerContext> ctx, std::unique_ptr<ByteStream> stream, bool overflow)
     : ctx_(std::move(ctx)),
-      socket_(std::move(socket)),
-      executor_(socket_.get_executor()),
+      stream_(std::move(stream)),
+      executor_(stream_->get_executor()),
       timer_(executor_),
       id_(ctx_->next_id.fetch_add(1)),
-      remote_(endpoint_string(socket_)),
+      remote_(stream_->remote_address()),
       overflow_(overflow),
-      buffer_(ctx_->config.max_header_bytes + kReadScratchBytes) {
-  error_code ec;
-  socket_.set_option(net::ip::tcp::no_delay(true), ec);  // SSE chunks are small and latency-bound
-}
+      buffer_(ctx_->config.max_header_bytes + kReadScratchBytes) {}
 
 Connection::~Connection() {
   // Every ending goes through close(), which unregisters; this keeps the count honest if one ever
@@ -66,6 +57,32 @@ Connection::~Connection() {
 
 // The server registered the connection in ctx_->connections when it accepted it.
 void Connection::start() {
+  if (ctx_->draining) {
+    graceful_close();
+    return;
+  }
+  if (stream_->needs_handshake()) {
+    // The handshake counts as the start of a request head: its deadline bounds a client that
+    // connects and then sends nothing (or trickles the handshake), and the connection may be
+    // evicted meanwhile like one whose head is arriving.
+    set_phase(Phase::head);
+    arm_timer(TimerPhase::handshake, overflow_ ? std::min(kOverflowHeadTimeout, ctx_->config.request_head_timeout)
+                                               : ctx_->config.request_head_timeout);
+    stream_->async_handshake([self = shared_from_this()](error_code ec) { self->on_handshake(ec); });
+    return;
+  }
+  arm_idle_timer();
+  do_read();
+}
+
+void Connection::on_handshake(error_code ec) {
+  if (closed_) return;
+  if (ec) {
+    // Not TLS, an unknown CA, no client certificate under --ssl-cert-reqs 2, ...: nothing to answer.
+    close(is_peer_gone(ec) ? CloseReason::client_closed : CloseReason::io_error);
+    return;
+  }
+  set_phase(Phase::idle);
   if (ctx_->draining) {
     graceful_close();
     return;
@@ -83,10 +100,10 @@ void Connection::do_read() {
   reading_ = true;
   // Read into a fixed scratch area, never into buffer_ itself: the parser consumes from buffer_
   // while this read is outstanding, and flat_buffer moves its contents when it is emptied.
-  socket_.async_read_some(net::buffer(read_scratch_.data(), std::min(room, read_scratch_.size())),
-                          [self = shared_from_this()](error_code ec, std::size_t n) {
-                            self->on_read(ec, n);
-                          });
+  stream_->async_read_some(net::buffer(read_scratch_.data(), std::min(room, read_scratch_.size())),
+                           [self = shared_from_this()](error_code ec, std::size_t n) {
+                             self->on_read(ec, n);
+                           });
 }
 
 void Connection::on_read(error_code ec, std::size_t n) {
@@ -104,7 +121,7 @@ void Connection::on_read(error_code ec, std::size_t n) {
     return;
   }
   if (lingering_) {
-    do_read();
+    if (linger_reads_) do_read();
     return;
   }
   if (exchange_) {
@@ -189,6 +206,7 @@ void Connection::dispatch_request() {
   request_done_at_ = std::chrono::steady_clock::now();
 
   HttpRequest request = to_http_request(std::move(message), remote_);
+  request.path = route_path(request.path, ctx_->config.root_path);
   http10_ = request.version == 10;
   head_request_ = request.method == "HEAD";
   response_status_ = 0;
@@ -227,9 +245,18 @@ void Connection::run_handler(const std::shared_ptr<ConnectionExchange>& exchange
                                      "); retry later")});
     return;
   }
+  // vLLM's middleware order: the API-key check (never for OPTIONS; its 401 has no CORS headers),
+  // then CORS (preflights answered whatever the path), then routing.
   if (!ctx_->auth.allows(req.method, req.path, req.header("authorization"))) {
     exchange->respond(HttpResponse{401, "application/json", {}, unauthorized_error_body()});
     return;
+  }
+  if (CorsPolicy::applies(req)) {
+    if (std::optional<HttpResponse> preflight = ctx_->cors.preflight(req)) {
+      exchange->respond(std::move(*preflight));
+      return;
+    }
+    exchange->add_cors_headers(ctx_->cors);
   }
   Router::Match match = ctx_->router.match(req.method, req.path);
   if (!match.handler) {
@@ -366,10 +393,9 @@ void Connection::do_write() {
   }
   writing_ = true;
   if (exchange_) arm_timer(TimerPhase::write, ctx_->config.write_timeout);
-  net::async_write(socket_, buffers,
-                   [self = shared_from_this(), items](error_code ec, std::size_t n) {
-                     self->on_write(ec, n, items);
-                   });
+  stream_->async_write(std::move(buffers), [self = shared_from_this(), items](error_code ec, std::size_t n) {
+    self->on_write(ec, n, items);
+  });
 }
 
 void Connection::on_write(error_code ec, std::size_t n, std::size_t items) {
@@ -441,27 +467,29 @@ void Connection::graceful_close() {
     response_keep_alive_ = false;  // finish_response will come back here
     return;
   }
-  // Half-close, then read and discard until the peer closes (or linger_timeout), so that a client
-  // still sending a rejected body gets our response instead of a reset.
+  // Plain sockets half-close, then read and discard until the peer closes (or linger_timeout), so
+  // that a client still sending a rejected body gets our response instead of a reset. TLS sends
+  // close_notify and waits for the peer's, within the same linger_timeout.
   lingering_ = true;
-  error_code ec;
-  socket_.shutdown(net::ip::tcp::socket::shutdown_send, ec);
-  if (ec) {
-    close(CloseReason::client_closed);
-    return;
-  }
+  linger_reads_ = false;  // a read still outstanding ends here, unless the stream asks for more
   buffer_.consume(buffer_.size());
   arm_timer(TimerPhase::linger, ctx_->config.linger_timeout);
-  do_read();
+  stream_->async_shutdown([self = shared_from_this()](error_code ec, bool read_until_eof) {
+    if (self->closed_) return;
+    if (ec || !read_until_eof) {
+      self->close(CloseReason::client_closed);
+      return;
+    }
+    self->linger_reads_ = true;
+    self->do_read();
+  });
 }
 
 void Connection::close(CloseReason reason) {
   if (closed_) return;
   closed_ = true;
   cancel_timer();
-  error_code ec;
-  socket_.shutdown(net::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  stream_->close();
   for (const OutItem& item : out_) queued_stream_bytes_.fetch_sub(item.stream_bytes);
   out_.clear();
   parser_.reset();
@@ -545,6 +573,7 @@ void Connection::on_timer(std::uint64_t generation) {
         close(CloseReason::timeout);
       }
       break;
+    case TimerPhase::handshake:  // no TLS session to carry a 408: just close
     case TimerPhase::write:
       close(CloseReason::timeout);
       break;

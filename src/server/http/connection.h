@@ -1,5 +1,9 @@
-// One accepted TCP connection (internal). Everything here runs on the connection's strand, except
-// the few methods marked "any thread", which only post onto it.
+// One accepted connection (internal), speaking HTTP/1.1 over a ByteStream: plain TCP, a Unix-domain
+// socket or TLS (byte_stream.h). Everything here runs on the connection's strand, except the few
+// methods marked "any thread", which only post onto it.
+//
+// A TLS connection handshakes first, under the request-head deadline (a client that connects and
+// never handshakes is closed when it passes, with no answer: there is no channel to send a 408 on).
 //
 // One read is kept outstanding at all times (except while lingering or when pipelined bytes exceed
 // the cap): between requests it waits for the next one (keep-alive timeout), during a request it
@@ -19,10 +23,10 @@
 #include <optional>
 #include <string>
 
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "server/http/byte_stream.h"
 #include "server/http/http_message.h"
 #include "server/http/request_reader.h"
 #include "server/http/server_context.h"
@@ -43,7 +47,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   };
 
   // `overflow`: taken past the connection cap (short head deadline, probe paths only).
-  Connection(std::shared_ptr<ServerContext> ctx, boost::asio::ip::tcp::socket socket, bool overflow);
+  Connection(std::shared_ptr<ServerContext> ctx, std::unique_ptr<ByteStream> stream, bool overflow);
   ~Connection();
 
   std::uint64_t id() const { return id_; }
@@ -72,13 +76,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void run_soon(std::function<void()> fn);
 
  private:
-  enum class TimerPhase { none, idle, head, body, write, linger };
+  enum class TimerPhase { none, handshake, idle, head, body, write, linger };
   struct OutItem {
     std::string data;
     std::size_t stream_bytes = 0;  // counted against the back-pressure cap
     bool ends_response = false;
   };
 
+  void on_handshake(boost::system::error_code ec);
   void do_read();
   void on_read(boost::system::error_code ec, std::size_t n);
   void parse_buffered();
@@ -101,7 +106,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void set_phase(Phase phase) { phase_.store(phase, std::memory_order_release); }
 
   std::shared_ptr<ServerContext> ctx_;
-  boost::asio::ip::tcp::socket socket_;
+  std::unique_ptr<ByteStream> stream_;
   boost::asio::any_io_executor executor_;
   boost::asio::steady_timer timer_;
   std::uint64_t id_;
@@ -118,6 +123,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool reading_ = false;
   bool closed_ = false;
   bool lingering_ = false;
+  bool linger_reads_ = true;  // while lingering, read and discard (plain half-close); TLS: no
 
   TimerPhase timer_phase_ = TimerPhase::none;
   std::uint64_t timer_generation_ = 0;

@@ -12,10 +12,16 @@ ConnectionExchange::ConnectionExchange(std::shared_ptr<Connection> connection, H
       id_(id),
       head_(request_.method == "HEAD") {}
 
+void ConnectionExchange::add_cors_headers(const CorsPolicy& cors) {
+  std::lock_guard lock(mu_);
+  cors_ = &cors;
+}
+
 bool ConnectionExchange::respond(HttpResponse response) {
   std::lock_guard lock(mu_);
   if (state_ != State::pending || closed_) return false;
   state_ = State::done;
+  if (cors_) cors_->decorate(request_, response.headers);
   connection_->post_response(std::move(response));
   return true;
 }
@@ -25,6 +31,7 @@ bool ConnectionExchange::start_stream(int status, std::vector<Header> headers,
   std::lock_guard lock(mu_);
   if (state_ != State::pending || closed_) return false;
   state_ = State::streaming;
+  if (cors_) cors_->decorate(request_, headers);
   connection_->post_stream_head(status, std::move(headers), std::move(content_type));
   return true;
 }

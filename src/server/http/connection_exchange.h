@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 
+#include "server/http/cors_policy.h"
 #include "server/http/exchange.h"
 
 namespace fp4serve::http {
@@ -30,6 +31,9 @@ class ConnectionExchange : public Exchange {
 
   std::uint64_t id() const { return id_; }
   bool answered() const;  // respond() or start_stream() was called
+  // From now on, response heads get CORS's simple-request headers (the request passed the API-key
+  // check and is about to be routed). `cors` outlives the exchange (it lives in the ServerContext).
+  void add_cors_headers(const CorsPolicy& cors);
 
   // Connection side (strand).
   void notify_closed(CloseReason reason);  // fires on_close unless the handler already finished
@@ -46,6 +50,7 @@ class ConnectionExchange : public Exchange {
 
   mutable std::mutex mu_;
   State state_ = State::pending;
+  const CorsPolicy* cors_ = nullptr;  // add_cors_headers
   std::optional<CloseReason> closed_;
   bool completed_ = false;
   bool drain_requested_ = false;

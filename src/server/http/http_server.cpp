@@ -8,29 +8,35 @@
 #include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/write.hpp>
 
 #include "server/http/connection.h"
 #include "server/http/connection_exchange.h"
+#include "server/http/listener.h"
 #include "server/http/server_context.h"
+#include "server/http/tls_context_source.h"
 
 namespace fp4serve::http {
 
 namespace net = boost::asio;
-using net::ip::tcp;
 using boost::system::error_code;
+
+namespace {
+// --enable-ssl-refresh: how often the certificate files' stamps are compared.
+constexpr std::chrono::seconds kTlsRefreshPoll{1};
+}  // namespace
 
 class HttpServer::Impl : public std::enable_shared_from_this<HttpServer::Impl> {
  public:
   Impl(HttpServerConfig config, Router router)
       : threads_count_(resolve_thread_count(config.io_threads)),
         ctx_(std::make_shared<ServerContext>(std::move(config), std::move(router), threads_count_)),
-        acceptor_(net::make_strand(ctx_->io)),
-        retry_timer_(acceptor_.get_executor()) {}
+        // The first TLS context is built here, so a bad certificate throws from the constructor.
+        tls_(ctx_->config.tls.enabled() ? std::make_shared<TlsContextSource>(ctx_->config.tls) : nullptr),
+        listener_(ctx_->io, tls_),
+        retry_timer_(listener_.executor()),
+        tls_refresh_timer_(listener_.executor()) {}
 
   static unsigned resolve_thread_count(unsigned requested) {
     if (requested > 0) return requested;
@@ -40,29 +46,11 @@ class HttpServer::Impl : public std::enable_shared_from_this<HttpServer::Impl> {
 
   void start() {
     if (started_) throw std::logic_error("HttpServer::start called twice");
-    const HttpServerConfig& cfg = ctx_->config;
-    std::string where = cfg.host + ":" + std::to_string(cfg.port);
-    tcp::endpoint endpoint;
-    error_code ec;
-    auto address = net::ip::make_address(cfg.host, ec);
-    if (!ec) {
-      endpoint = tcp::endpoint(address, cfg.port);
-    } else {
-      tcp::resolver resolver(ctx_->io);
-      auto results = resolver.resolve(cfg.host, std::to_string(cfg.port), ec);
-      if (ec || results.empty()) {
-        throw std::runtime_error("HTTP server: cannot resolve host '" + cfg.host + "': " + ec.message());
-      }
-      endpoint = results.begin()->endpoint();
-    }
-    acceptor_.open(endpoint.protocol(), ec);
-    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
-    if (!ec) acceptor_.bind(endpoint, ec);
-    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
-    if (ec) throw std::runtime_error("HTTP server: cannot listen on " + where + ": " + ec.message());
-    port_ = acceptor_.local_endpoint().port();
+    listener_.open(ctx_->config);
+    port_ = listener_.port();
     started_ = true;
     do_accept();
+    if (tls_ && ctx_->config.tls.refresh) schedule_tls_refresh();
     work_.emplace(net::make_work_guard(ctx_->io));
     threads_.reserve(threads_count_);
     for (unsigned i = 0; i < threads_count_; ++i) {
@@ -83,31 +71,47 @@ class HttpServer::Impl : public std::enable_shared_from_this<HttpServer::Impl> {
   }
 
   void do_accept() {
-    acceptor_.async_accept(net::make_strand(ctx_->io),
-                           [self = shared_from_this()](error_code ec, tcp::socket socket) {
-                             self->on_accept(ec, std::move(socket));
-                           });
+    listener_.async_accept([self = shared_from_this()](error_code ec, std::unique_ptr<ByteStream> stream) {
+      self->on_accept(ec, std::move(stream));
+    });
   }
 
-  void on_accept(error_code ec, tcp::socket socket) {
-    if (!acceptor_.is_open() || ec == net::error::operation_aborted) return;
+  void on_accept(error_code ec, std::unique_ptr<ByteStream> stream) {
+    if (!listener_.is_open() || ec == net::error::operation_aborted) return;
     if (ec) {
       // EMFILE/ENFILE and friends: back off instead of spinning, then keep accepting; logged at a
       // limited rate (a flood of these is what exhaustion looks like).
       ctx_->accept_errors.log("accept failed: " + ec.message());
       retry_timer_.expires_after(std::chrono::milliseconds(50));
       retry_timer_.async_wait([self = shared_from_this()](error_code wait_ec) {
-        if (!wait_ec && self->acceptor_.is_open()) self->do_accept();
+        if (!wait_ec && self->listener_.is_open()) self->do_accept();
       });
       return;
     }
-    admit(std::move(socket));
+    admit(std::move(stream));
     do_accept();
+  }
+
+  // --enable-ssl-refresh (tls_context_source.h): compare the files' stamps every kTlsRefreshPoll on
+  // the listener's strand; new connections pick up a context that reloaded.
+  void schedule_tls_refresh() {
+    tls_refresh_timer_.expires_after(kTlsRefreshPoll);
+    tls_refresh_timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || !self->listener_.is_open()) return;
+      const TlsContextSource::Reload reload = self->tls_->reload_if_changed();
+      if (reload.changed && reload.error.empty()) {
+        self->ctx_->log_info("TLS: certificate files changed; new connections use the reloaded certificate");
+      } else if (reload.changed) {
+        self->ctx_->log_error("TLS: certificate files changed but do not load (the previous certificate stays): " +
+                              reload.error);
+      }
+      self->schedule_tls_refresh();
+    });
   }
 
   // The connection cap (connection_limits.h): under it, a plain connection; at it, evict the oldest
   // connection without a request in flight, else take the newcomer as overflow, else refuse it.
-  void admit(tcp::socket socket) {
+  void admit(std::unique_ptr<ByteStream> stream) {
     std::shared_ptr<Connection> victim;
     std::vector<std::shared_ptr<Connection>> scanned;  // released after the lock (see below)
     bool overflow = false;
@@ -118,14 +122,16 @@ class HttpServer::Impl : public std::enable_shared_from_this<HttpServer::Impl> {
         victim = eviction_victim_locked(scanned);
         if (!victim) {
           if (ctx_->overflow_connections >= kMaxOverflow) {
-            refuse(std::move(socket), ctx_->connections.size());
+            // Past the cap and the overflow reserve: a 503 written at once (a plain socket's send
+            // buffer is empty, so this does not block; TLS just closes), nothing read.
+            stream->refuse(connection_limit_response(ctx_->connections.size(), ctx_->max_connections));
             return;
           }
           overflow = true;
         }
       }
     }
-    auto connection = std::make_shared<Connection>(ctx_, std::move(socket), overflow);
+    auto connection = std::make_shared<Connection>(ctx_, std::move(stream), overflow);
     {
       std::lock_guard lock(ctx_->mu);
       ctx_->connections[connection->id()] = connection;
@@ -157,24 +163,14 @@ class HttpServer::Impl : public std::enable_shared_from_this<HttpServer::Impl> {
     return nullptr;
   }
 
-  // Past the cap and the overflow reserve: a 503 written at once (the socket's send buffer is
-  // empty, so this does not block), then closed without reading.
-  void refuse(tcp::socket socket, std::size_t open) {
-    error_code ec;
-    const std::string bytes = connection_limit_response(open, ctx_->max_connections);
-    net::write(socket, net::buffer(bytes), ec);
-    socket.shutdown(tcp::socket::shutdown_both, ec);
-    socket.close(ec);
-  }
-
   void stop_accepting() {
     if (!started_) return;
     std::promise<void> done;
     auto future = done.get_future();
-    net::post(acceptor_.get_executor(), [self = shared_from_this(), &done] {
-      error_code ec;
-      self->acceptor_.close(ec);
+    net::post(listener_.executor(), [self = shared_from_this(), &done] {
+      self->listener_.close();
       self->retry_timer_.cancel();
+      self->tls_refresh_timer_.cancel();
       done.set_value();
     });
     // From an io thread (e.g. a handler) the posted close runs after we return; do not wait for it.
@@ -232,8 +228,10 @@ class HttpServer::Impl : public std::enable_shared_from_this<HttpServer::Impl> {
   unsigned short port_ = 0;
   const unsigned threads_count_;
   std::shared_ptr<ServerContext> ctx_;
-  tcp::acceptor acceptor_;
+  std::shared_ptr<TlsContextSource> tls_;  // null without TLS
+  Listener listener_;
   net::steady_timer retry_timer_;
+  net::steady_timer tls_refresh_timer_;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
   std::vector<std::thread> threads_;
   bool started_ = false;
@@ -252,6 +250,7 @@ HttpServer::~HttpServer() {
 
 void HttpServer::start() { impl_->start(); }
 unsigned short HttpServer::port() const { return impl_->port_; }
+const std::string& HttpServer::listen_address() const { return impl_->listener_.address(); }
 unsigned HttpServer::io_thread_count() const { return impl_->threads_count_; }
 void HttpServer::stop_accepting() { impl_->stop_accepting(); }
 void HttpServer::begin_drain() { impl_->begin_drain(); }

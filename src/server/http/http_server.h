@@ -1,6 +1,8 @@
-// The HTTP/1.1 server: an acceptor and a fixed pool of io threads over one asio io_context; each
-// connection runs on its own strand, so the thread count stays fixed whatever the number of
-// connections. Requests are routed by exact (method, path) through a Router after the API-key check.
+// The HTTP/1.1 server: a listener (TCP or a Unix socket, plain or TLS: listener.h) and a fixed pool
+// of io threads over one asio io_context; each connection runs on its own strand, so the thread
+// count stays fixed whatever the number of connections. Requests are routed by exact (method, path)
+// through a Router after the API-key check and CORS (cors_policy.h), under --root-path
+// (request_target.h route_path).
 //
 // Shutdown, in the order the lead calls it:
 //   stop_accepting();        // new connections are refused (listening socket closed)
@@ -40,6 +42,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "server/http/exchange.h"
 #include "server/http/http_server_config.h"
@@ -49,16 +52,19 @@ namespace fp4serve::http {
 
 class HttpServer {
  public:
-  // The router is copied at construction; routes cannot change while serving.
+  // The router is copied at construction; routes cannot change while serving. With TLS configured
+  // the certificate and key are loaded here: throws TlsConfigError (tls_settings.h) naming the file.
   HttpServer(HttpServerConfig config, Router router);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds, listens and starts the io threads. Throws std::runtime_error (naming host:port) when the
-  // address cannot be resolved or bound.
+  // Binds, listens and starts the io threads. Throws std::runtime_error (naming host:port or the
+  // --uds path) when the address cannot be resolved or bound.
   void start();
-  unsigned short port() const;     // the bound port (valid after start)
+  unsigned short port() const;     // the bound TCP port (valid after start; 0 on a Unix socket)
+  // vLLM's listen address: "http://host:port", "https://host:port" or "unix:PATH" (after start).
+  const std::string& listen_address() const;
   unsigned io_thread_count() const;
 
   void stop_accepting();

@@ -9,13 +9,24 @@
 #include <string>
 #include <vector>
 
+#include "server/http/cors_policy.h"
 #include "server/http/http_message.h"
+#include "server/http/tls_settings.h"
 
 namespace fp4serve::http {
 
 struct HttpServerConfig {
   std::string host = "0.0.0.0";
   unsigned short port = 8000;  // 0 = ephemeral; HttpServer::port() reports the bound one
+  // vLLM's --uds: listen on this Unix-domain socket path instead of host:port (listener.h).
+  std::string uds;
+  // vLLM's --ssl-* flags; TLS when a certfile or keyfile is set (tls_settings.h).
+  TlsSettings tls;
+  // vLLM's --allowed-origins/--allowed-methods/--allowed-headers/--allow-credentials (cors_policy.h);
+  // the defaults are vLLM's, so CORS is always on as it is in vLLM.
+  CorsSettings cors;
+  // vLLM's --root-path: a path prefix a proxy may leave on requests (request_target.h route_path).
+  std::string root_path;
   unsigned io_threads = 0;     // 0 = min(4, hardware threads)
 
   std::size_t max_header_bytes = 64 * 1024;        // request line + headers; over -> 431
@@ -45,8 +56,11 @@ struct HttpServerConfig {
 
   // Called on an io thread for every response that completes or is cut off. Keep it cheap.
   std::function<void(const AccessLogEntry&)> access_log;
-  // Called on an io thread for server-side faults (handler exceptions, accept errors).
+  // Called on an io thread for server-side faults (handler exceptions, accept errors, a TLS reload
+  // that failed).
   std::function<void(const std::string&)> error_log;
+  // Called on an io thread for notable events (a TLS certificate reloaded).
+  std::function<void(const std::string&)> info_log;
 };
 
 }  // namespace fp4serve::http

@@ -41,4 +41,11 @@ void split_target(std::string_view target, std::string& path, std::string& query
   path = percent_decode(raw_path);
 }
 
+std::string route_path(std::string_view path, std::string_view root_path) {
+  if (root_path.empty() || !path.starts_with(root_path)) return std::string(path);
+  if (path.size() == root_path.size()) return {};
+  if (path[root_path.size()] == '/') return std::string(path.substr(root_path.size()));
+  return std::string(path);
+}
+
 }  // namespace fp4serve::http

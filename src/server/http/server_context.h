@@ -15,6 +15,7 @@
 
 #include "server/http/api_key_auth.h"
 #include "server/http/connection_limits.h"
+#include "server/http/cors_policy.h"
 #include "server/http/http_server_config.h"
 #include "server/http/router.h"
 
@@ -26,13 +27,14 @@ class ConnectionExchange;
 struct ServerContext {
   ServerContext(HttpServerConfig cfg, Router r, unsigned threads)
       : io(static_cast<int>(threads)), config(std::move(cfg)), router(std::move(r)),
-        auth(config.api_keys), max_connections(resolve_max_connections(config.max_connections)),
+        auth(config.api_keys), cors(config.cors), max_connections(resolve_max_connections(config.max_connections)),
         accept_errors([this](const std::string& m) { log_error(m); }, std::chrono::seconds(10)) {}
 
   boost::asio::io_context io;
   const HttpServerConfig config;
   const Router router;
   const ApiKeyAuth auth;
+  const CorsPolicy cors;
   const std::size_t max_connections;
   RateLimitedLog accept_errors;
   std::atomic<bool> draining{false};
@@ -47,6 +49,9 @@ struct ServerContext {
 
   void log_error(const std::string& message) const {
     if (config.error_log) config.error_log(message);
+  }
+  void log_info(const std::string& message) const {
+    if (config.info_log) config.info_log(message);
   }
   void log_access(const AccessLogEntry& entry) const {
     if (config.access_log) config.access_log(entry);

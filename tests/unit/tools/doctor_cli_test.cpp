@@ -81,5 +81,19 @@ TEST(DoctorCli, AcceptsAServeCommandLine) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
+TEST(DoctorCli, ChecksTheTransportFlagsAsServeDoes) {
+  const auto ok = run_fp4serve("doctor --allowed-origins '[\"https://app.example\"]' --allowed-methods '[\"GET\"]' "
+                               "--allowed-headers '[\"*\"]' --allow-credentials --root-path /llm --uds /tmp/x.sock "
+                               "--ssl-cert-reqs 0 --enable-ssl-refresh");
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("transport flags (TLS, CORS)        ok: plain http"));
+  const auto missing = run_fp4serve("doctor --ssl-certfile /no/such/cert.pem --ssl-keyfile /no/such/key.pem");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_THAT(missing.output, HasSubstr("REFUSED: --ssl-certfile '/no/such/cert.pem': no such file"));
+  const auto cors = run_fp4serve("doctor --allowed-origins https://app.example");
+  EXPECT_EQ(cors.exit_code, 1) << cors.output;
+  EXPECT_THAT(cors.output, HasSubstr("REFUSED: --allowed-origins must be a JSON list of strings"));
+}
+
 }  // namespace
 }  // namespace fp4serve
