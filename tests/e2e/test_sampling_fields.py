@@ -95,17 +95,16 @@ MESSAGES = [{"role": "user", "content": "Count to three."}]
 
 
 def full_vocabulary_logprobs(server, max_tokens):
-    """Per generated position of the chat below, (sampled id, {token id: logprob} over the whole
-    vocabulary), from /v1/completions with the chat's rendered prompt ids and logprobs=-1 (its
-    compact dict keeps the response small enough)."""
-    ids = requests.post(server.url + "/tokenize", json={"messages": MESSAGES, **NO_THINKING}, timeout=30).json()["tokens"]
-    r = requests.post(server.url + "/v1/completions", timeout=300, json={
-        "model": MODEL, "prompt": ids, "max_tokens": max_tokens, "temperature": 0, "logprobs": -1,
-        "return_tokens_as_token_ids": True})
+    """Per generated position, (sampled id, {token id: logprob} over the whole vocabulary), from
+    chat's top_logprobs=-1. (Completions' logprobs=-1 lists no top entries at all: vLLM's
+    `num_output_top_logprobs >= i` is never true for -1, and fp4serve answers the same.)"""
+    r = requests.post(server.url + "/v1/chat/completions", timeout=300, json={
+        "model": MODEL, "messages": MESSAGES, "max_tokens": max_tokens, "temperature": 0, "logprobs": True,
+        "top_logprobs": -1, "return_tokens_as_token_ids": True, **NO_THINKING})
     assert r.status_code == 200, r.text
-    lp = r.json()["choices"][0]["logprobs"]
     as_id = lambda t: int(t.removeprefix("token_id:"))  # noqa: E731
-    return [(as_id(t), {as_id(k): v for k, v in top.items()}) for t, top in zip(lp["tokens"], lp["top_logprobs"])]
+    return [(as_id(p["token"]), {as_id(t["token"]): t["logprob"] for t in p["top_logprobs"]})
+            for p in r.json()["choices"][0]["logprobs"]["content"]]
 
 
 def test_logprob_token_ids_equal_the_full_logprobs_of_those_ids(trusted):

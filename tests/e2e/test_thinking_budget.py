@@ -49,6 +49,8 @@ def decode(canary, ids):
     """The text of `ids` as the response shows it: special tokens (the closing <|im_end|>) left out."""
     r = requests.post(canary.url + "/tokenize", json={"prompt": "<|im_end|>", "add_special_tokens": False}, timeout=30)
     ids = [i for i in ids if i not in r.json()["tokens"]]
+    if not ids:
+        return ""
     return requests.post(canary.url + "/detokenize", json={"tokens": ids}, timeout=30).json()["prompt"]
 
 
@@ -66,7 +68,7 @@ def ask(client, budget, stream=False):
     ids, reasoning, content, finish = [], "", "", None
     for chunk in client.chat.completions.create(stream=True, **kwargs):
         for c in chunk.choices:
-            ids += c.token_ids or []
+            ids += getattr(c, "token_ids", None) or []
             reasoning += getattr(c.delta, "reasoning_content", None) or ""
             content += c.delta.content or ""
             finish = c.finish_reason or finish
