@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/openai/request_common.h"
+#include "server/openai/request_template.h"
 #include "server/openai/tool_parser.h"
 
 namespace fp4serve::server::openai {
@@ -88,16 +89,6 @@ engine::SamplingParams to_sampling_params(const ChatRequest& request, int64_t ma
 // to the template. Faults go to the reader; vLLM-level refusals throw ApiException.
 void read_chat_messages(BodyReader& reader, const Json& body, ContentFormat format, Json& out);
 void read_chat_tools(BodyReader& reader, Json& out);
-
-// The request's chat_template / chat_template_kwargs against --trust-request-chat-template
-// [vllm: entrypoints/openai/engine/serving.py _validate_chat_template]: without the flag, a
-// template in either place is refused with vLLM's 400.
-void check_request_chat_template(const Json& body, const std::optional<Json>& user_kwargs, const ServerLimits& limits);
-
-// The template kwargs after merging, as vLLM's resolve_chat_template_kwargs takes them
-// [vllm: renderers/hf.py]: `chat_template` and `tokenize` are apply_chat_template's own arguments
-// and refused with vLLM's 400; the other named arguments (messages, tools, ...) are dropped.
-Json template_variables(Json merged_kwargs);
 
 // Python's json.loads error text ("Expecting value: line 1 column 1 (char 0)"), approximated.
 std::string python_json_error(std::string_view text);
