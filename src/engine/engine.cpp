@@ -218,7 +218,7 @@ struct Engine::Impl {
       seq->index = i;
       seq->scheduler_id = n == 1 ? req.id : fmt::format("{}_{}", i, req.id);
       seq->params = n == 1 ? params : child_sampling_params(params, i);
-      seq->sampling = sampler.options_for(seq->params);
+      seq->sampling = sampler.options_for(seq->params, req.prompt_token_ids);
       seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
       // Children 1 .. n-1 are held until child 0 has computed the prompt, then forked from it

@@ -24,7 +24,7 @@ Sampler::Sampler(SamplerConfig config, kernels::Backend& backend) : config_(std:
   top_.reserve(rows * static_cast<std::size_t>(kDefaultMaxLogprobs));
 }
 
-kernels::SamplingOptions Sampler::options_for(const SamplingParams& p) const {
+kernels::SamplingOptions Sampler::options_for(const SamplingParams& p, std::span<const int32_t> prompt_ids) const {
   kernels::SamplingOptions o;
   o.temperature = p.temperature;
   o.top_p = p.top_p;
@@ -48,6 +48,22 @@ kernels::SamplingOptions Sampler::options_for(const SamplingParams& p) const {
       o.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias));
   }
   o.bad_words = p.bad_words_token_ids;
+  // Validation keeps every id inside the logits row (int32); sorted and unique for the mask's walk.
+  if (p.allowed_token_ids) {
+    for (int64_t id : *p.allowed_token_ids) o.allowed_token_ids.push_back(static_cast<int32_t>(id));
+    std::sort(o.allowed_token_ids.begin(), o.allowed_token_ids.end());
+    o.allowed_token_ids.erase(std::unique(o.allowed_token_ids.begin(), o.allowed_token_ids.end()),
+                              o.allowed_token_ids.end());
+  }
+  if (p.logprob_token_ids) {
+    for (int64_t id : *p.logprob_token_ids) o.logprob_token_ids.push_back(static_cast<int32_t>(id));
+  }
+  if (p.thinking_token_budget) {
+    o.reasoning_budget.budget = *p.thinking_token_budget;
+    o.reasoning_budget.start_ids = p.reasoning_start_ids;
+    o.reasoning_budget.end_ids = p.reasoning_end_ids;
+    kernels::summarize_prompt(o.reasoning_budget, prompt_ids);
+  }
   return o;
 }
 
@@ -109,7 +125,7 @@ std::vector<SampleOutput> Sampler::sample(std::span<const SampleInput> batch) {
   }
   std::vector<kernels::SamplingOptions> options;
   options.reserve(batch.size());
-  for (const SampleInput& in : batch) options.push_back(options_for(*in.params));
+  for (const SampleInput& in : batch) options.push_back(options_for(*in.params, in.prompt_ids));
 
   // Runs of rows that follow each other in memory are one [rows, vocab] view; the runs go to the
   // op in order, so unseeded rows still take the engine generator's draws in row order.

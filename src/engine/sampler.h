@@ -54,8 +54,9 @@ class Sampler {
   // the sampler.
   explicit Sampler(SamplerConfig config, kernels::Backend& backend = kernels::default_backend());
 
-  // The op's options for a sequence with these (prepared) params; made once, at admission.
-  kernels::SamplingOptions options_for(const SamplingParams& params) const;
+  // The op's options for a sequence with these (prepared) params and prompt; made once, at
+  // admission (the prompt only matters to a thinking budget: where its reasoning block stands).
+  kernels::SamplingOptions options_for(const SamplingParams& params, std::span<const int32_t> prompt_ids = {}) const;
 
   // One step: add_row() once per logits row, in the rows' order, then sample_step() with the
   // [rows, vocab_size] logits view. `options` and the id spans must stay valid until then.

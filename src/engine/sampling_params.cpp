@@ -2,6 +2,7 @@
 
 #include "tokenizer/chat_template/jinja_value.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace fp4serve::engine {
@@ -29,8 +30,59 @@ std::string py_string_list(const std::vector<std::string>& items) {
   return jinja::py_repr(jinja::Value::from_json(nlohmann::ordered_json(items)));
 }
 
-std::optional<SamplingParamsError> fail(std::string message, std::string parameter = {}) {
-  return SamplingParamsError{std::move(message), std::move(parameter)};
+std::optional<SamplingParamsError> fail(std::string message, std::string parameter = {},
+                                        std::optional<std::string> value = std::nullopt) {
+  return SamplingParamsError{std::move(message), std::move(parameter), std::move(value)};
+}
+
+std::vector<int64_t> out_of_vocab(const std::vector<int64_t>& ids, int64_t vocab_size) {
+  std::vector<int64_t> invalid;
+  for (int64_t id : ids) {
+    if (id < 0 || id >= vocab_size) invalid.push_back(id);
+  }
+  return invalid;
+}
+
+// _validate_logprobs, the logprob_token_ids part.
+std::optional<SamplingParamsError> verify_logprob_token_ids(const SamplingParams& p, const SamplingLimits& limits) {
+  if (!p.logprob_token_ids) return std::nullopt;
+  const auto n = static_cast<int64_t>(p.logprob_token_ids->size());
+  if (n > kMaxLogprobTokenIds) {
+    return fail("Requested logprob_token_ids of length " + std::to_string(n) +
+                    ", which is greater than max allowed: " + std::to_string(kMaxLogprobTokenIds),
+                "logprob_token_ids", std::to_string(n));
+  }
+  if (const auto invalid = out_of_vocab(*p.logprob_token_ids, limits.vocab_size); !invalid.empty()) {
+    return fail("token_id(s) " + py_list(invalid) +
+                    " in logprob_token_ids contain out-of-vocab token ids. Vocabulary size: " +
+                    std::to_string(limits.vocab_size),
+                "logprob_token_ids", py_list(invalid));
+  }
+  if (p.logprobs && *p.logprobs != n) {
+    return fail("When both logprobs and logprob_token_ids are set, logprobs must equal len(logprob_token_ids). "
+                "Got logprobs=" + std::to_string(*p.logprobs) + ", len(logprob_token_ids)=" + std::to_string(n) + ".",
+                "logprob_token_ids", std::to_string(n));
+  }
+  return std::nullopt;
+}
+
+// _validate_allowed_token_ids, then fp4serve's own rule: the padding rows of the lm_head (ids the
+// vocabulary check admits but the tokenizer does not have) are never sampled, so a list of only
+// those would leave nothing to sample.
+std::optional<SamplingParamsError> verify_allowed_token_ids(const SamplingParams& p, const SamplingLimits& limits) {
+  if (!p.allowed_token_ids) return std::nullopt;
+  const std::vector<int64_t>& ids = *p.allowed_token_ids;
+  if (ids.empty()) return fail("allowed_token_ids is not None and empty!", "allowed_token_ids", "[]");
+  if (const auto invalid = out_of_vocab(ids, limits.vocab_size); !invalid.empty()) {
+    return fail("allowed_token_ids contains out-of-vocab token id!", "allowed_token_ids", py_list(invalid));
+  }
+  const int64_t valid = limits.valid_vocab_size;
+  if (valid > 0 && std::none_of(ids.begin(), ids.end(), [valid](int64_t id) { return id < valid; })) {
+    return fail("allowed_token_ids names no token the model can generate: ids " + std::to_string(valid) +
+                    " and up are padding rows of its lm_head, which are never sampled.",
+                "allowed_token_ids", py_list(ids));
+  }
+  return std::nullopt;
 }
 
 // SamplingParams._verify_args (the checks that apply to the fields we carry), in vLLM's order.
@@ -121,6 +173,7 @@ std::optional<SamplingParamsError> verify_against_model(const SamplingParams& p,
                   "logprobs");
     }
   }
+  if (auto err = verify_logprob_token_ids(p, limits)) return err;
   if (p.prompt_logprobs && *p.prompt_logprobs != 0) {
     const int64_t requested = *p.prompt_logprobs == -1 ? limits.vocab_size : *p.prompt_logprobs;
     if (requested > max_logprobs) {
@@ -141,6 +194,22 @@ std::optional<SamplingParamsError> verify_against_model(const SamplingParams& p,
                   "logit_bias");
     }
   }
+  // (vLLM's trace-replay, stop_token_ids and custom-logits-processor checks sit here; fp4serve
+  // has none of those features, and does not range-check stop_token_ids.)
+  return verify_allowed_token_ids(p, limits);
+}
+
+// validate_thinking_token_budget (the field validator and __post_init__): -1 means unlimited.
+std::optional<SamplingParamsError> normalize_thinking_token_budget(SamplingParams& p) {
+  if (!p.thinking_token_budget) return std::nullopt;
+  if (*p.thinking_token_budget == -1) {
+    p.thinking_token_budget.reset();
+    return std::nullopt;
+  }
+  if (*p.thinking_token_budget < 0) {
+    return fail("`thinking_token_budget` must be a non-negative integer or -1 for unlimited.",
+                "thinking_token_budget", std::to_string(*p.thinking_token_budget));
+  }
   return std::nullopt;
 }
 
@@ -160,6 +229,7 @@ std::optional<SamplingParamsError> prepare_sampling_params(SamplingParams& p,
     if (temperature_raised) *temperature_raised = true;
   }
   if (p.seed && *p.seed == -1) p.seed.reset();
+  if (auto err = normalize_thinking_token_budget(p)) return err;
   {
     std::unordered_set<int64_t> seen;
     std::vector<int64_t> unique;
@@ -184,7 +254,13 @@ std::optional<SamplingParamsError> prepare_sampling_params(SamplingParams& p,
     if (p.n > 1)
       return fail("n must be 1 when using greedy sampling, got " + std::to_string(p.n) + ".");
   }
-  return verify_against_model(p, limits);
+  if (auto err = verify_against_model(p, limits)) return err;
+  // InputProcessor._validate_params: the budget needs the reasoning markers of a reasoning config.
+  if (p.thinking_token_budget && !limits.reasoning_enabled) {
+    return fail("thinking_token_budget is set but reasoning_config is not configured. Please set "
+                "--reasoning-parser and/or --reasoning-config to use thinking_token_budget.");
+  }
+  return std::nullopt;
 }
 
 SamplingParams child_sampling_params(const SamplingParams& parent, int64_t index) {

@@ -21,6 +21,7 @@ inline constexpr int64_t kDefaultMaxNSequences = 16384;  // VLLM_MAX_N_SEQUENCES
 inline constexpr int64_t kDefaultMaxLogprobs = 20;       // --max-logprobs default
 inline constexpr double kLogitBiasClamp = 100.0;         // from_optional clamps biases to +-100
 inline constexpr int64_t kMaxNumBadWords = 128;          // VLLM_MAX_NUM_BAD_WORDS default
+inline constexpr int64_t kMaxLogprobTokenIds = 128;      // MAX_LOGPROB_TOKEN_IDS
 
 struct SamplingParams {
   int64_t n = 1;
@@ -48,6 +49,16 @@ struct SamplingParams {
   // by tokenize_bad_words (bad_words.h) into bad_words_token_ids, which the sampling op enforces.
   std::vector<std::string> bad_words;
   std::vector<std::vector<int32_t>> bad_words_token_ids;
+  // Only these ids may be sampled (vLLM: a logits mask). Set but empty is refused.
+  std::optional<std::vector<int64_t>> allowed_token_ids;
+  // Logprobs of exactly these ids (and the sampled token's) per generated token, instead of a
+  // top-N; the OpenAI layer leaves `logprobs` unset when they are given, as vLLM does.
+  std::optional<std::vector<int64_t>> logprob_token_ids;
+  // thinking_token_budget: after this many reasoning tokens the end-of-reasoning marker is forced
+  // (kernels/reasoning_budget.h). The markers are the reasoning parser's, as token ids, filled by
+  // the server (reasoning_markers.h); -1 from the client means unset.
+  std::optional<int64_t> thinking_token_budget;
+  std::vector<int32_t> reasoning_start_ids, reasoning_end_ids;
 
   bool greedy() const { return temperature < kSamplingEps; }
   bool has_penalties() const {
@@ -60,6 +71,10 @@ struct SamplingLimits {
   int64_t vocab_size = 0;  // model_config.get_vocab_size() (Qwen3.6: 248320, the padded lm_head)
   int64_t max_logprobs = kDefaultMaxLogprobs;  // --max-logprobs; -1 = vocab_size
   int64_t max_n_sequences = kDefaultMaxNSequences;
+  // Ids that are tokens (the tokenizer's size); 0 = unknown. allowed_token_ids must name one.
+  int64_t valid_vocab_size = 0;
+  // A reasoning parser is configured (vLLM's reasoning_config enabled): thinking_token_budget needs it.
+  bool reasoning_enabled = false;
 };
 
 // A rejected request: `message` is vLLM's text; `parameter` the field vLLM names in the error
@@ -67,10 +82,13 @@ struct SamplingLimits {
 struct SamplingParamsError {
   std::string message;
   std::string parameter;
+  // Python's str() of the value vLLM attaches, where the rule states it (else the server derives
+  // it from the params).
+  std::optional<std::string> value = std::nullopt;
 };
 
-// vLLM SamplingParams.from_optional + __post_init__ + _verify_args + verify(model_config), in that
-// order: clamps logit biases to [-100, 100], turns seed -1 into none, raises 0 < T < 0.01 to 0.01
+// vLLM SamplingParams.from_optional + __post_init__ + _verify_args + verify(model_config) and the
+// InputProcessor's thinking_token_budget check, in that order: clamps logit biases to [-100, 100], turns seed -1 into none, raises 0 < T < 0.01 to 0.01
 // (sets *temperature_raised so the caller can log vLLM's warning), deduplicates stop_token_ids
 // keeping the first occurrence, validates, and for greedy requests resets top_p/top_k/min_p to
 // their "off" values. Returns the first violated rule, or nullopt when the params are usable.

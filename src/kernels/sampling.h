@@ -1,7 +1,10 @@
 // The sampling op of the backend seam (Backend::sample): one token per logits row, with vLLM V1's
 // semantics and order (vllm/v1/sample/sampler.py):
-//   raw logits -> [logprobs of the raw logits, logprobs_mode "raw_logprobs"]
-//   -> bad_words -> min_tokens mask -> logit_bias -> repetition/frequency/presence penalties
+//   raw logits -> [logprobs of the raw logits, logprobs_mode "raw_logprobs": the top-N, or the
+//   logprob_token_ids' when the request names them]
+//   -> allowed_token_ids mask -> bad_words -> min_tokens mask -> logit_bias
+//   -> repetition/frequency/presence penalties -> thinking budget (the forced end-of-reasoning
+//   token's logit set to 1e9, after every other processor, as vLLM's state holder does)
 //   -> greedy argmax (temperature < 1e-5), or temperature -> min_p -> top-k -> top-p -> draw.
 // The CPU implementation (cpu/sampling_cpu.h) documents each stage in its own file.
 //
@@ -21,7 +24,8 @@
 // scratch the backend keeps (on the CPU: per thread, reserved for the whole vocabulary by every
 // thread of the first call's team), so a step's sampling allocates nothing once warm. The logits
 // rows may be edited during the call (sparse edits for bad words, min_tokens, bias and penalties)
-// and are restored before it returns: the caller's logits are unchanged.
+// and are restored before it returns: the caller's logits are unchanged. (allowed_token_ids edits
+// every other token of the row: O(V) per row, the price of an exact per-row mask.)
 //
 // Numerics contract (what every backend's sample() is tested for against the CPU op, given the same
 // logits, rows and engine counter; tests/unit/kernels/sampling_op_test.cpp holds the CPU side). It
@@ -29,7 +33,8 @@
 // tolerance, and end-to-end tokens are judged by that.
 //   - results depend on a row's own logits, options, ids and uniform only: bit-identical whatever
 //     the other rows of the call, their order and the thread or block count;
-//   - the processors (bad_words, min_tokens, logit_bias, penalties) are IEEE float32 operations in
+//   - the processors (allowed_token_ids, bad_words, min_tokens, logit_bias, penalties, the thinking
+//     budget) are IEEE float32 operations in
 //     the stated order (no fused multiply-add), so the processed row is bit-identical to the CPU
 //     op's; greedy rows therefore pick the identical token (first maximum on ties);
 //   - the uniform of every random row, and the engine generator's counter after the call, are
@@ -50,6 +55,8 @@
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "kernels/reasoning_budget.h"
 
 namespace fp4serve::kernels {
 
@@ -77,13 +84,24 @@ struct SamplingOptions {
   std::vector<int64_t> min_tokens_stop_ids;           // masked under min_tokens (stop ids + EOS ids)
   std::vector<std::pair<int32_t, float>> logit_bias;  // added in float32; ids outside the row ignored
   std::vector<std::vector<int32_t>> bad_words;        // token sequences (cpu/sampling_bad_words.h)
+  // Only these ids may be drawn (sorted, unique); empty: no restriction. Per row, so a request's
+  // mask never touches another row of the batch.
+  std::vector<int32_t> allowed_token_ids;
+  // When non-empty, the logprobs returned are these ids' (in this order, repeats kept) instead of
+  // the top-N; ids past the valid vocabulary are scored from their raw logit all the same.
+  std::vector<int32_t> logprob_token_ids;
+  ReasoningBudget reasoning_budget;  // thinking_token_budget (reasoning_budget.h)
 
   bool greedy() const { return temperature < kGreedyTemperature; }
+  // The row reports logprobs: a top-N was asked for, or explicit ids.
+  bool wants_logprobs() const { return logprobs.has_value() || !logprob_token_ids.empty(); }
   bool has_penalties() const {
     return presence_penalty != 0.0 || frequency_penalty != 0.0 || repetition_penalty != 1.0;
   }
-  // Entries a row's `top` must hold: 0 without logprobs, else N (-1: the valid vocabulary).
+  // Entries a row's `top` must hold: 0 without logprobs, the logprob_token_ids' count when they are
+  // named, else N (-1: the valid vocabulary).
   int64_t top_entries(int64_t valid_vocab_size) const {
+    if (!logprob_token_ids.empty()) return static_cast<int64_t>(logprob_token_ids.size());
     if (!logprobs) return 0;
     return *logprobs == -1 ? valid_vocab_size : std::clamp<int64_t>(*logprobs, 0, valid_vocab_size);
   }
@@ -100,10 +118,11 @@ struct SampleRow {
 
 struct SampleResult {
   int32_t token = -1;
-  bool has_logprobs = false;  // options->logprobs was set
+  bool has_logprobs = false;  // options->wants_logprobs()
   float logprob = 0.0f;       // the token's raw logprob
   int64_t rank = 0;           // 1-based; tied tokens share the worse rank (vLLM batched_count_greater_than)
-  int64_t num_top = 0;        // entries written to the row's `top`, best first (ties: lower id first)
+  int64_t num_top = 0;        // entries written to the row's `top`: best first (ties: lower id first),
+                              // or the logprob_token_ids in their order
 };
 
 struct SamplingConfig {
@@ -121,5 +140,12 @@ struct SamplingConfig {
 // have a finite maximum.
 SampleResult host_token_logprobs(std::span<const float> row, int32_t token, int64_t num_top,
                                  std::span<TokenLogprob> top);
+
+// The same for a row that names its logprob ids (SamplingOptions::logprob_token_ids): the token's
+// logprob and rank, and into `out` (ids.size() entries) the logprobs of `ids` in their order.
+// `row` is the whole logits row; the distribution is its first `valid` entries, and an id past them
+// (a padding row of the lm_head, which vLLM's validation admits) is scored against it all the same.
+SampleResult host_token_logprobs_of_ids(std::span<const float> row, std::size_t valid, int32_t token,
+                                        std::span<const int32_t> ids, std::span<TokenLogprob> out);
 
 }  // namespace fp4serve::kernels

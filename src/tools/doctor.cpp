@@ -293,7 +293,7 @@ void register_doctor(CLI::App& app) {
       ->group("serve flags doctor does not check");
   for (const char* f : {"--disable-log-stats", "--disable-log-requests", "--enable-log-requests",
                         "--enable-prompt-tokens-details", "--enable-force-include-usage", "--return-tokens-as-token-ids",
-                        "--enable-debug-endpoints"})
+                        "--enable-debug-endpoints", "--trust-request-chat-template"})
     cmd->add_flag(f, a->ignored_flag, "as serve (not checked)")->group("serve flags doctor does not check");
   cmd->callback([a] { run_doctor(*a); });
 }

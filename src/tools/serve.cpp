@@ -38,6 +38,7 @@ struct ServeArgs {
   std::string generation_config = "auto";
   std::string chat_template;
   std::string default_chat_template_kwargs;
+  bool trust_request_chat_template = false;
   int tensor_parallel_size = 1;
   std::string reasoning_parser;
   bool enable_auto_tool_choice = false;
@@ -137,7 +138,10 @@ void run_serve(ServeArgs a) {
   ctx.limits.max_model_len = eng.info().max_model_len;
   ctx.limits.sampling.vocab_size = eng.info().vocab_size;
   ctx.limits.sampling.max_logprobs = a.max_logprobs;
+  ctx.limits.sampling.valid_vocab_size = eng.info().valid_vocab_size;
+  ctx.limits.sampling.reasoning_enabled = a.reasoning_parser == "qwen3";  // thinking_token_budget's markers
   ctx.limits.enable_auto_tool_choice = a.enable_auto_tool_choice;
+  ctx.limits.trust_request_chat_template = a.trust_request_chat_template;
   if (a.generation_config == "auto") {
     ctx.defaults = server::openai::DefaultSamplingParams::from_generation_config(sm.checkpoint->generation_config());
   }
@@ -268,6 +272,9 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--chat-template", a->chat_template, "chat template file or text (default: the tokenizer's)");
   cmd->add_option("--default-chat-template-kwargs", a->default_chat_template_kwargs,
                   "JSON object of chat template variables, e.g. '{\"enable_thinking\": false}'");
+  cmd->add_flag("--trust-request-chat-template", a->trust_request_chat_template,
+                "render a request's own chat_template (compiled per request, sandboxed and bounded like the "
+                "server's); without it such requests get 400");
   cmd->add_option("--tensor-parallel-size", a->tensor_parallel_size, "must be 1 (CPU backend)");
   cmd->add_option("--reasoning-parser", a->reasoning_parser, "qwen3: thinking goes to message.reasoning");
   cmd->add_flag("--enable-auto-tool-choice", a->enable_auto_tool_choice, "parse tool calls (with --tool-call-parser)");

@@ -42,15 +42,18 @@ std::span<double> call_uniforms(std::size_t rows) {
   return std::span<double>(uniforms).first(rows);
 }
 
-SampleResult sample_row(float* logits, const SampleRow& in, std::size_t valid_vocab, double uniform, Workspace& ws) {
+SampleResult sample_row(float* logits, const SampleRow& in, std::size_t vocab, std::size_t valid_vocab, double uniform,
+                        Workspace& ws) {
   const SamplingOptions& o = *in.options;
   const std::span<float> row(logits, valid_vocab);
 
   // Processors that can change the argmax, on the raw logits (vLLM apply_logits_processors).
+  apply_allowed_token_ids(row, o, ws.edits);
   apply_bad_words(row, o, in.output_ids, ws.edits);
   apply_min_tokens(row, o, in.output_ids.size(), ws.edits);
   apply_logit_bias(row, o, ws.edits);
   apply_penalties(row, o, in.prompt_ids, in.output_ids, ws.penalties, ws.edits);
+  apply_reasoning_budget(row, o, in.output_ids, ws.edits);
 
   int32_t token;
   if (o.greedy()) {
@@ -61,6 +64,9 @@ SampleResult sample_row(float* logits, const SampleRow& in, std::size_t valid_vo
   }
   ws.edits.undo(row);
 
+  if (!o.logprob_token_ids.empty())
+    return host_token_logprobs_of_ids(std::span<const float>(logits, vocab), valid_vocab, token, o.logprob_token_ids,
+                                      in.top);
   if (!o.logprobs) {
     SampleResult out;
     out.token = token;
@@ -81,6 +87,11 @@ void check_call(std::span<const SampleRow> rows, const SamplingConfig& config, s
     if (static_cast<int64_t>(r.top.size()) < need)
       throw std::invalid_argument("sample: row " + std::to_string(i) + " asks for " + std::to_string(need) +
                                   " top logprobs but has room for " + std::to_string(r.top.size()));
+    for (int32_t id : r.options->logprob_token_ids) {
+      if (id < 0 || id >= config.vocab_size)
+        throw std::invalid_argument("sample: row " + std::to_string(i) + " asks for the logprob of id " +
+                                    std::to_string(id) + ", outside the logits row");
+    }
     if (!r.options->greedy() && !r.options->seed && config.engine_draws == nullptr)
       throw std::invalid_argument("sample: an unseeded random row needs the engine generator's counter");
   }
@@ -102,6 +113,7 @@ void sample_rows(float* logits, int64_t row_stride, std::span<const SampleRow> r
                              : philox_uniform(config.seed, RngStream::kEngine, (*config.engine_draws)++);
   }
 
+  const auto vocab = static_cast<std::size_t>(config.vocab_size);
   const auto valid = static_cast<std::size_t>(config.valid_vocab_size);
   const int threads = config.num_threads > 0 ? config.num_threads : num_threads();
   const auto n = static_cast<int64_t>(rows.size());
@@ -113,7 +125,7 @@ void sample_rows(float* logits, int64_t row_stride, std::span<const SampleRow> r
 #pragma omp for schedule(dynamic, 1)
     for (int64_t i = 0; i < n; ++i) {
       const auto r = static_cast<std::size_t>(i);
-      out[r] = sample_row(logits + i * row_stride, rows[r], valid, uniforms[r], ws);
+      out[r] = sample_row(logits + i * row_stride, rows[r], vocab, valid, uniforms[r], ws);
     }
   }
 }

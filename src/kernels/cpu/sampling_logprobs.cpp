@@ -62,16 +62,13 @@ double log_sum_exp(std::span<const float> logits) {
 
 namespace fp4serve::kernels {
 
-SampleResult host_token_logprobs(std::span<const float> row, int32_t token, int64_t num_top,
-                                 std::span<TokenLogprob> top) {
-  const auto n = static_cast<std::size_t>(std::clamp<int64_t>(num_top, 0, static_cast<int64_t>(row.size())));
-  if (top.size() < n)
-    throw std::invalid_argument("logprobs: room for " + std::to_string(top.size()) + " top entries, " +
-                                std::to_string(n) + " asked");
+namespace {
+
+// The token's logprob and rank under a row whose log-sum-exp is `lse`.
+SampleResult token_logprob(std::span<const float> row, int32_t token, double lse) {
   SampleResult out;
   out.token = token;
   out.has_logprobs = true;
-  const double lse = cpu::log_sum_exp(row);
   auto logprob = [lse](float x) { return static_cast<float>(static_cast<double>(x) - lse); };
   out.logprob = logprob(row[static_cast<std::size_t>(token)]);
   // Rank counts tokens whose (float) logprob is >= the token's, as vLLM compares logprobs, not
@@ -79,9 +76,41 @@ SampleResult host_token_logprobs(std::span<const float> row, int32_t token, int6
   int64_t rank = 0;
   for (float x : row) rank += logprob(x) >= out.logprob ? 1 : 0;
   out.rank = rank;
-  out.num_top = static_cast<int64_t>(cpu::top_logits(row, n, top));
-  for (std::size_t i = 0; i < static_cast<std::size_t>(out.num_top); ++i) top[i].logprob = logprob(top[i].logprob);
   return out;
+}
+
+}  // namespace
+
+SampleResult host_token_logprobs(std::span<const float> row, int32_t token, int64_t num_top,
+                                 std::span<TokenLogprob> top) {
+  const auto n = static_cast<std::size_t>(std::clamp<int64_t>(num_top, 0, static_cast<int64_t>(row.size())));
+  if (top.size() < n)
+    throw std::invalid_argument("logprobs: room for " + std::to_string(top.size()) + " top entries, " +
+                                std::to_string(n) + " asked");
+  const double lse = cpu::log_sum_exp(row);
+  SampleResult out = token_logprob(row, token, lse);
+  out.num_top = static_cast<int64_t>(cpu::top_logits(row, n, top));
+  for (std::size_t i = 0; i < static_cast<std::size_t>(out.num_top); ++i)
+    top[i].logprob = static_cast<float>(static_cast<double>(top[i].logprob) - lse);
+  return out;
+}
+
+SampleResult host_token_logprobs_of_ids(std::span<const float> row, std::size_t valid, int32_t token,
+                                        std::span<const int32_t> ids, std::span<TokenLogprob> out) {
+  if (out.size() < ids.size())
+    throw std::invalid_argument("logprobs: room for " + std::to_string(out.size()) + " entries, " +
+                                std::to_string(ids.size()) + " ids named");
+  const std::span<const float> distribution = row.first(std::min(valid, row.size()));
+  const double lse = cpu::log_sum_exp(distribution);
+  SampleResult result = token_logprob(distribution, token, lse);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto id = static_cast<std::size_t>(ids[i]);
+    if (ids[i] < 0 || id >= row.size())
+      throw std::invalid_argument("logprobs: id " + std::to_string(ids[i]) + " is outside the logits row");
+    out[i] = TokenLogprob{ids[i], static_cast<float>(static_cast<double>(row[id]) - lse)};
+  }
+  result.num_top = static_cast<int64_t>(ids.size());
+  return result;
 }
 
 }  // namespace fp4serve::kernels

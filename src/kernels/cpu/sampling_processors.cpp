@@ -16,6 +16,25 @@ bool in_row(std::span<float> row, int64_t token) {
 }
 }  // namespace
 
+void apply_allowed_token_ids(std::span<float> row, const SamplingOptions& options, LogitsEditLog& log) {
+  const std::vector<int32_t>& allowed = options.allowed_token_ids;
+  if (allowed.empty()) return;
+  // One pass over the row, walking the sorted list alongside it.
+  auto next = allowed.begin();
+  for (std::size_t t = 0; t < row.size(); ++t) {
+    while (next != allowed.end() && static_cast<std::size_t>(*next) < t) ++next;
+    if (next != allowed.end() && static_cast<std::size_t>(*next) == t) continue;
+    log.set(row, static_cast<int32_t>(t), kNegInf);
+  }
+}
+
+void apply_reasoning_budget(std::span<float> row, const SamplingOptions& options,
+                            std::span<const int32_t> output_ids, LogitsEditLog& log) {
+  if (!options.reasoning_budget.active()) return;
+  if (const auto forced = forced_reasoning_token(options.reasoning_budget, output_ids); forced && in_row(row, *forced))
+    log.set(row, *forced, kForcedLogit);
+}
+
 void apply_bad_words(std::span<float> row, const SamplingOptions& options,
                      std::span<const int32_t> output_ids, LogitsEditLog& log) {
   for_each_banned_next_token(options.bad_words, output_ids, [&](int32_t id) {

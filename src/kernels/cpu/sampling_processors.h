@@ -1,5 +1,7 @@
 // The logits processors vLLM V1 applies to the raw logits before sampling, in its order
 // (vllm/v1/sample/sampler.py apply_logits_processors; BUILTIN_LOGITS_PROCESSORS):
+//   a. allowed_token_ids: -inf for every token not in the request's list (vLLM's
+//      allowed_token_ids_mask, applied first);
 //   0. bad_words: -inf for the last token of each bad-word sequence the output is one token short
 //      of (sampling_bad_words.h);
 //   1. min_tokens: the stop tokens (request stop_token_ids + the model's EOS ids) get -inf while
@@ -7,7 +9,10 @@
 //   2. logit_bias: bias added to the token's logit (LogitBiasLogitsProcessor);
 //   3. penalties (vllm/model_executor/layers/utils.py apply_penalties): repetition on every token
 //      of prompt or output (positive logits divided by it, others multiplied), then frequency
-//      (times the token's count in the output), then presence (once if in the output).
+//      (times the token's count in the output), then presence (once if in the output);
+//   4. thinking budget: the forced end-of-reasoning token (kernels/reasoning_budget.h) gets logit
+//      1e9, after the penalties, as vLLM's thinking-budget state holder writes it (index_put 1e9):
+//      it wins the argmax and every draw, even over a mask above.
 // All of them touch a few tokens only, so they edit the row in place and log each original value;
 // undo() puts the raw row back (the logprobs are computed from raw logits, and the caller's
 // buffer is left as it came).
@@ -68,6 +73,10 @@ struct PenaltyScratch {
   }
 };
 
+// allowed_token_ids: -inf on every token of the row not in options.allowed_token_ids (sorted);
+// a no-op when the list is empty.
+void apply_allowed_token_ids(std::span<float> row, const SamplingOptions& options, LogitsEditLog& log);
+
 // bad_words: -inf on the tokens sampling_bad_words.h bans after output_ids.
 void apply_bad_words(std::span<float> row, const SamplingOptions& options,
                      std::span<const int32_t> output_ids, LogitsEditLog& log);
@@ -85,5 +94,11 @@ void apply_logit_bias(std::span<float> row, const SamplingOptions& options, Logi
 void apply_penalties(std::span<float> row, const SamplingOptions& options,
                      std::span<const int32_t> prompt_ids, std::span<const int32_t> output_ids,
                      PenaltyScratch& scratch, LogitsEditLog& log);
+
+// Thinking budget: when options.reasoning_budget forces the next token, sets its logit to
+// kForcedLogit. A forced id outside the row is ignored.
+inline constexpr float kForcedLogit = 1e9f;
+void apply_reasoning_budget(std::span<float> row, const SamplingOptions& options,
+                            std::span<const int32_t> output_ids, LogitsEditLog& log);
 
 }  // namespace fp4serve::kernels::cpu

@@ -442,7 +442,7 @@ ChatRequest parse_chat_body(Json& body, const ServerLimits& limits, const ChatPa
       req.tool_choice_function = (*tc)["function"]["name"].get<std::string>();
     }
   }
-  reader.string_field("chat_template");
+  req.chat_template = reader.string_field("chat_template");
   reader.raw("documents");
   reader.object_field("mm_processor_kwargs");
   reader.object_field("media_io_kwargs");
@@ -466,18 +466,7 @@ ChatRequest parse_chat_body(Json& body, const ServerLimits& limits, const ChatPa
         "are trusted.",
         "media_io_kwargs"));
   }
-  const bool request_template =
-      (member(body, "chat_template") && !body["chat_template"].is_null()) ||
-      (user_kwargs && user_kwargs->contains("chat_template") && !(*user_kwargs)["chat_template"].is_null());
-  if (request_template) {
-    if (!limits.trust_request_chat_template) {
-      throw ApiException(value_error(
-          "Chat template is passed with request, but --trust-request-chat-template is not set. "
-          "Refused request with untrusted chat template."));
-    }
-    throw ApiException(vllm_validation_error("A per-request chat_template is not supported by fp4serve.",
-                                             "chat_template"));
-  }
+  check_request_chat_template(body, user_kwargs, limits);
   if (req.tool_choice == ToolChoice::kAuto && !limits.enable_auto_tool_choice) {
     throw ApiException(value_error(
         "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"));
@@ -506,12 +495,7 @@ ChatRequest parse_chat_body(Json& body, const ServerLimits& limits, const ChatPa
     }
   }
   merge_over(kwargs, extra);
-  // Named arguments of apply_chat_template, not template variables.
-  for (const char* k : {"messages", "tools", "documents", "add_generation_prompt", "continue_final_message",
-                        "chat_template", "tokenize", "return_dict"}) {
-    kwargs.erase(k);
-  }
-  req.chat_template_kwargs = std::move(kwargs);
+  req.chat_template_kwargs = template_variables(std::move(kwargs));
   if (req.continue_final_message && req.add_generation_prompt) {
     // transformers' apply_chat_template refuses the pair (the request validator only sees
     // explicit values; add_generation_prompt defaults to true).

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/openai/request_common.h"
+#include "server/openai/request_template.h"
 #include "server/openai/tool_parser.h"
 
 namespace fp4serve::server::openai {
@@ -43,6 +44,9 @@ struct ChatRequest {
   bool include_reasoning = true;
   std::optional<std::string> reasoning_effort;
   Json chat_template_kwargs = Json::object();  // merged; safe for make_chat_template_context
+  // The request's own template (only with --trust-request-chat-template); "" means the server's,
+  // as vLLM's `request.chat_template or default_template`.
+  std::optional<std::string> chat_template;
   std::string response_role = "assistant";     // role of the answer (first stream chunk)
   std::vector<std::string> ignored_fields;
 

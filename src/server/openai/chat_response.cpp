@@ -83,7 +83,8 @@ Json build_chat_response(const ChatRequest& request, const ChatResult& result,
     choice["message"] = std::move(message);
     if (request.logprobs && context.tokenizer && !hide) {
       choice["logprobs"] = chat_logprobs_json(*context.tokenizer, seq.token_ids, seq.logprobs,
-                                              request.top_logprobs, as_token_ids(request, context));
+                                              response_top_logprobs(request.common, request.top_logprobs),
+                                              as_token_ids(request, context));
     } else {
       choice["logprobs"] = nullptr;
     }
@@ -182,7 +183,8 @@ std::string ChatStream::on_delta(const engine::SequenceDelta& delta, const ChatD
   const bool hide = !request_.include_reasoning && reasoning_parser_;
   Json logprobs;  // null
   if (request_.logprobs && context_.tokenizer && !hide) {
-    logprobs = chat_logprobs_json(*context_.tokenizer, delta.token_ids, delta.logprobs, request_.top_logprobs,
+    logprobs = chat_logprobs_json(*context_.tokenizer, delta.token_ids, delta.logprobs,
+                                  response_top_logprobs(request_.common, request_.top_logprobs),
                                   as_token_ids(request_, context_));
   }
   if (delta.text.empty() && delta.token_ids.empty() && num_tokens_[i] == 0) return "";  // chunked prefill

@@ -50,7 +50,8 @@ Json build_completion_response(const CompletionRequest& request,
       choice["index"] = choices.size();
       choice["text"] = text;
       if (request.logprobs && context.tokenizer) {
-        choice["logprobs"] = completion_logprobs_json(*context.tokenizer, ids, lps, *request.logprobs, 0,
+        choice["logprobs"] = completion_logprobs_json(*context.tokenizer, ids, lps,
+                                                      response_top_logprobs(request.common, *request.logprobs), 0,
                                                       as_token_ids(request, context));
       } else {
         choice["logprobs"] = nullptr;
@@ -140,7 +141,8 @@ std::string CompletionStream::on_output(std::size_t prompt_index, const std::str
     choice["index"] = i;
     choice["text"] = text;
     if (request_.logprobs && context_.tokenizer) {
-      choice["logprobs"] = completion_logprobs_json(*context_.tokenizer, ids, lps, *request_.logprobs, text_lens_[i],
+      choice["logprobs"] = completion_logprobs_json(*context_.tokenizer, ids, lps,
+                                                    response_top_logprobs(request_.common, *request_.logprobs), text_lens_[i],
                                                     as_token_ids(request_, context_));
     } else {
       choice["logprobs"] = nullptr;

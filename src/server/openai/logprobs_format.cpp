@@ -1,6 +1,7 @@
 #include "server/openai/logprobs_format.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <vector>
 
 #include "server/openai/python_repr.h"
@@ -13,12 +14,14 @@ using Json = nlohmann::ordered_json;
 
 double clamp_logprob(float lp) { return std::max(static_cast<double>(lp), -9999.0); }
 
-// The per-token dict in vLLM's order: the sampled token, then the top tokens not yet in it.
+// The per-token dict in vLLM's order: the sampled token, then the top tokens (or the request's
+// logprob_token_ids, which may repeat an id) not yet in it.
 std::vector<engine::TokenLogprob> ordered_entries(int32_t sampled_id, const engine::SampleLogprobs& s) {
   std::vector<engine::TokenLogprob> out;
+  std::unordered_set<int32_t> seen{sampled_id};
   out.push_back(engine::TokenLogprob{sampled_id, s.sampled.logprob});
   for (const auto& t : s.top) {
-    if (t.token != sampled_id) out.push_back(t);
+    if (seen.insert(t.token).second) out.push_back(t);
   }
   return out;
 }

@@ -2,6 +2,8 @@
 // SampleLogprobs / PromptLogprobs.
 // vLLM V1 keeps, per token, a dict {sampled token, then the top-N by rank}; the sampled token
 // stays first even when it is also in the top-N [vllm: v1/engine/logprobs.py _make_logprob_dict].
+// A request that names logprob_token_ids gets them in place of the top-N, in its order, and every
+// entry of the dict is listed (the caller passes response_top_logprobs()'s "all").
 //  - completions: {"text_offset","token_logprobs","tokens","top_logprobs":[{token: lp}]}, the
 //    dict's first N+1 entries keyed by token text (equal texts merge, as in a Python dict);
 //  - chat: {"content":[{"token","logprob","bytes","top_logprobs":[{"token","logprob","bytes"}]}]},

@@ -16,8 +16,8 @@
 namespace fp4serve::server::openai {
 namespace {
 
-constexpr std::string_view kThinkStart = "<think>";
-constexpr std::string_view kThinkEnd = "</think>";
+constexpr std::string_view kThinkStart = kQwen3ReasoningStart;
+constexpr std::string_view kThinkEnd = kQwen3ReasoningEnd;
 constexpr std::string_view kToolCall = "<tool_call>";
 constexpr std::string_view kFunctionOpen = "<function";
 

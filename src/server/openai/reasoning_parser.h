@@ -22,6 +22,11 @@
 
 namespace fp4serve::server::openai {
 
+// The qwen3 parser's markers (its reasoning_start_str / reasoning_end_str), which vLLM's
+// ReasoningConfig also takes for thinking_token_budget.
+inline constexpr std::string_view kQwen3ReasoningStart = "<think>";
+inline constexpr std::string_view kQwen3ReasoningEnd = "</think>";
+
 struct ReasoningSplit {
   std::optional<std::string> reasoning;  // nullopt when empty (vLLM's `or None`)
   std::optional<std::string> content;    // nullopt when empty

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 
 #include "engine/bad_words.h"
 #include "server/openai/python_repr.h"
+#include "server/openai/reasoning_parser.h"
 
 namespace fp4serve::server::openai {
 
@@ -124,6 +126,34 @@ void read_stream_options(BodyReader& reader, std::optional<StreamOptions>& out) 
   out = options;
 }
 
+// thinking_token_budget: ThinkingTokenBudget, an int | None behind vLLM's BeforeValidator
+// (sampling_params.py validate_thinking_token_budget), which sees the raw value: only a JSON
+// integer passes (no bool, float or numeric string, unlike a plain int field), -1 means unset, and
+// the fault is a VLLMValidationError that pydantic reports at the field.
+std::optional<int64_t> read_thinking_token_budget(BodyReader& reader) {
+  const Json* v = reader.raw("thinking_token_budget");
+  if (!v || v->is_null()) return std::nullopt;
+  if (v->is_number_unsigned()) {
+    const auto u = v->get<uint64_t>();
+    return static_cast<int64_t>(std::min<uint64_t>(u, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
+  }
+  if (v->is_number_integer() && v->get<int64_t>() >= -1) {
+    const int64_t b = v->get<int64_t>();
+    return b == -1 ? std::nullopt : std::optional<int64_t>(b);
+  }
+  const std::string message = "`thinking_token_budget` must be a non-negative integer or -1 for unlimited.";
+  ValidationIssue issue;
+  issue.type = "value_error";
+  issue.loc = {"body", "thinking_token_budget"};
+  issue.msg = "Value error, " + vllm_error_text(message, "thinking_token_budget", py_str(*v));
+  issue.input = *v;
+  issue.ctx_repr = "{'error': VLLMValidationError(" + py_str_repr(message) + ")}";
+  issue.from_vllm_error = true;
+  issue.vllm_parameter = "thinking_token_budget";
+  reader.issues().push_back(std::move(issue));
+  return std::nullopt;
+}
+
 }  // namespace
 
 void read_common_fields(BodyReader& reader, Endpoint endpoint, CommonRequestFields& out) {
@@ -179,13 +209,13 @@ void read_common_fields(BodyReader& reader, Endpoint endpoint, CommonRequestFiel
   reader.bool_field("watermarking");
   out.prompt_logprobs = reader.int_field("prompt_logprobs");
   if (auto words = reader.string_list_field("bad_words", false)) out.bad_words = std::move(*words);
-  reader.int_list_field("logprob_token_ids");
-  reader.int_list_field("allowed_token_ids");
+  out.logprob_token_ids = reader.int_list_field("logprob_token_ids");
+  out.allowed_token_ids = reader.int_list_field("allowed_token_ids");
   reader.string_field("session_id");
   reader.bool_field("return_token_offsets");
   reader.bool_field("return_mm_kwargs", false);
   reader.int_field("routed_experts_prompt_start", false);
-  reader.int_field("thinking_token_budget");
+  out.thinking_token_budget = read_thinking_token_budget(reader);
   reader.object_field("kv_transfer_params");
   reader.object_field("ec_transfer_params");
   reader.object_field("vllm_xargs");
@@ -293,12 +323,6 @@ void refuse_unsupported_common(const Json& body, Endpoint endpoint) {
   if (py_truthy(member(body, "watermarking"))) {
     refuse("watermarking", "Watermarking is not supported by fp4serve.");
   }
-  if (is_set(body, "logprob_token_ids")) {
-    refuse("logprob_token_ids", "`logprob_token_ids` is not supported by fp4serve.");
-  }
-  if (is_set(body, "allowed_token_ids")) {
-    refuse("allowed_token_ids", "`allowed_token_ids` is not supported by fp4serve.");
-  }
   if (const Json* rf = member(body, "response_format"); rf && !rf->is_null()) {
     const bool text = rf->is_object() && rf->contains("type") && (*rf)["type"] == "text";
     if (!text) {
@@ -323,15 +347,14 @@ void refuse_unsupported_common(const Json& body, Endpoint endpoint) {
   if (is_set(body, "repetition_detection")) {
     refuse("repetition_detection", "`repetition_detection` is not supported by fp4serve.");
   }
-  if (const Json* b = member(body, "thinking_token_budget"); b && !b->is_null() && !(b->is_number() && *b == -1)) {
-    refuse("thinking_token_budget", "`thinking_token_budget` is not supported by fp4serve.");
-  }
   for (const char* key : {"kv_transfer_params", "ec_transfer_params"}) {
     if (is_set(body, key)) {
       refuse(key, std::string("`") + key + "` (disaggregated serving) is not supported by fp4serve.");
     }
   }
   if (endpoint == Endpoint::kCompletions) {
+    // vLLM's renderer refuses suffix for every model (no FIM support): create_error_response, a
+    // plain 400 without param [vllm: renderers/online_renderer.py render_completion].
     if (is_set(body, "suffix")) throw ApiException(value_error("suffix is not currently supported"));
     if (py_truthy(member(body, "prompt_embeds"))) {
       refuse("prompt_embeds", "`prompt_embeds` is not supported by fp4serve.");
@@ -373,6 +396,7 @@ std::optional<int64_t> python_int(const std::string& text) {
 
 std::optional<std::string> sampling_error_value(const engine::SamplingParamsError& error,
                                                 const engine::SamplingParams& p) {
+  if (error.value) return error.value;
   const std::string& param = error.parameter;
   if (param == "temperature") return engine::python_float_repr(p.temperature);
   if (param == "top_p") return engine::python_float_repr(p.top_p);
@@ -435,9 +459,14 @@ engine::SamplingParams make_sampling_params(const CommonRequestFields& f, int64_
   p.ignore_eos = f.ignore_eos;
   p.max_tokens = max_tokens;
   p.min_tokens = f.min_tokens;
-  p.logprobs = logprobs;
+  // chat: top_logprobs if logprobs and not logprob_token_ids; completions: None if
+  // logprob_token_ids else logprobs.
+  p.logprobs = f.logprob_token_ids ? std::nullopt : logprobs;
+  p.logprob_token_ids = f.logprob_token_ids;
   p.prompt_logprobs = prompt_logprobs;
   p.bad_words = f.bad_words;
+  p.allowed_token_ids = f.allowed_token_ids;
+  p.thinking_token_budget = f.thinking_token_budget;
   for (const auto& [key, bias] : f.logit_bias) {
     auto id = python_int(key);
     if (!id) {
@@ -458,9 +487,25 @@ engine::SamplingParams make_sampling_params(const CommonRequestFields& f, int64_
   return p;
 }
 
+int64_t response_top_logprobs(const CommonRequestFields& fields, int64_t requested) {
+  return fields.logprob_token_ids ? std::numeric_limits<int64_t>::max() : requested;
+}
+
 void resolve_bad_words(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer) {
   if (auto err = engine::tokenize_bad_words(params, tokenizer)) {
     throw ApiException(vllm_validation_error(err->message, err->parameter, sampling_error_value(*err, params)));
+  }
+}
+
+void resolve_reasoning_markers(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer) {
+  if (!params.thinking_token_budget) return;
+  params.reasoning_start_ids = tokenizer.encode(kQwen3ReasoningStart, /*add_special_tokens=*/false);
+  params.reasoning_end_ids = tokenizer.encode(kQwen3ReasoningEnd, /*add_special_tokens=*/false);
+  if (params.reasoning_start_ids.empty() || params.reasoning_end_ids.empty()) {
+    throw ApiException(value_error("ReasoningConfig: failed to tokenize reasoning strings: reasoning_start_str='" +
+                                   std::string(kQwen3ReasoningStart) + "', reasoning_end_str='" +
+                                   std::string(kQwen3ReasoningEnd) +
+                                   "'. Ensure the strings are valid tokens in the model's vocabulary."));
   }
 }
 

@@ -69,6 +69,9 @@ struct CommonRequestFields {
   std::vector<std::pair<std::string, double>> logit_bias;  // keys as sent; int() at mapping time
   std::optional<int64_t> prompt_logprobs;  // -1 = whole vocabulary
   std::vector<std::string> bad_words;
+  std::optional<std::vector<int64_t>> allowed_token_ids;
+  std::optional<std::vector<int64_t>> logprob_token_ids;  // logprobs of these ids instead of a top-N
+  std::optional<int64_t> thinking_token_budget;            // -1 (unlimited) is read as unset
   // Streaming.
   bool stream = false;
   std::optional<StreamOptions> stream_options;
@@ -109,7 +112,7 @@ void check_stream_options(const Json& body);
 void check_logprob_fields(const Json& body, const char* top_field);
 
 // Refuses what fp4serve cannot do instead of ignoring it (beam search, structured outputs,
-// logprob_token_ids, ...). Throws ApiException with a 400 that names the field.
+// disaggregated serving, ...). Throws ApiException with a 400 that names the field.
 void refuse_unsupported_common(const Json& body, Endpoint endpoint);
 
 // The served model name: empty/absent = the first served name; unknown -> 404 (vLLM _check_model).
@@ -117,9 +120,9 @@ std::string resolve_model_name(const CommonRequestFields& fields, const ServerLi
 
 // to_sampling_params + SamplingParams.from_optional + vLLM's validation (prepare_sampling_params)
 // + the engine-side checks (priority). `logprobs` is the engine's top-N (completions: logprobs;
-// chat: top_logprobs when logprobs=true); `prompt_logprobs` the prompt's (the request's field, or
-// with echo the logprobs count, as each endpoint decides). Throws ApiException carrying vLLM's
-// message and param.
+// chat: top_logprobs when logprobs=true), dropped when the request names logprob_token_ids (vLLM
+// passes logprobs=None then); `prompt_logprobs` the prompt's (the request's field, or with echo the
+// logprobs count, as each endpoint decides). Throws ApiException carrying vLLM's message and param.
 engine::SamplingParams make_sampling_params(const CommonRequestFields& fields, int64_t max_tokens,
                                             std::optional<int64_t> logprobs,
                                             std::optional<int64_t> prompt_logprobs,
@@ -130,6 +133,16 @@ engine::SamplingParams make_sampling_params(const CommonRequestFields& fields, i
 // The engine's InputProcessor step for bad_words: tokenize_bad_words (engine/bad_words.h), its
 // refusals as vLLM's 400 (VLLMValidationError with the words as the value).
 void resolve_bad_words(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer);
+
+// The number of top logprobs a response lists per token: every entry of the token's dict (the
+// sampled token and the named ids) when the request names logprob_token_ids, else `requested`
+// (vLLM's return_all / `logprob_token_ids or ...` in the response builders).
+int64_t response_top_logprobs(const CommonRequestFields& fields, int64_t requested);
+
+// A thinking_token_budget's markers: the reasoning parser's start and end strings (qwen3: "<think>",
+// "</think>") as token ids, encoded without special tokens, as vLLM's
+// ReasoningConfig.initialize_token_ids does. A no-op without a budget.
+void resolve_reasoning_markers(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer);
 
 // Python's str() of the value vLLM attaches to a sampling error (for the " (parameter=, value=)"
 // suffix), or nullopt when vLLM attaches none.

@@ -84,21 +84,15 @@ TokenizeRequest parse_tokenize_request(const Json& body, const ServerLimits& lim
     req.continue_final_message = reader.bool_field("continue_final_message", false).value_or(false);
     req.add_special_tokens = reader.bool_field("add_special_tokens", false).value_or(false);
     Json kwargs = options.default_chat_template_kwargs.is_object() ? options.default_chat_template_kwargs : Json::object();
-    if (auto user = reader.object_field("chat_template_kwargs")) {
+    const std::optional<Json> user = reader.object_field("chat_template_kwargs");
+    if (user) {
       for (const auto& [k, v] : user->items()) {
         if (!v.is_null() && v != "auto") kwargs[k] = v;
       }
     }
-    for (const char* k : {"messages", "tools", "documents", "add_generation_prompt", "continue_final_message",
-                          "chat_template", "tokenize", "return_dict"}) {
-      kwargs.erase(k);
-    }
-    req.chat_template_kwargs = std::move(kwargs);
-    if (reader.string_field("chat_template")) {
-      throw ApiException(value_error(
-          "Chat template is passed with request, but --trust-request-chat-template is not set. "
-          "Refused request with untrusted chat template."));
-    }
+    req.chat_template = reader.string_field("chat_template");
+    check_request_chat_template(body, user, limits);
+    req.chat_template_kwargs = template_variables(std::move(kwargs));
     reader.object_field("mm_processor_kwargs");
   } else {
     if (!body.contains("prompt")) {

@@ -37,6 +37,7 @@ struct TokenizeRequest {
   Json messages = Json::array();          // chat form: as for /v1/chat/completions
   Json tools;                             // chat form: null or the dumped tools
   Json chat_template_kwargs = Json::object();
+  std::optional<std::string> chat_template;  // chat form, with --trust-request-chat-template
   bool add_generation_prompt = true;
   bool continue_final_message = false;
   bool add_special_tokens = true;         // completion form true, chat form false

@@ -6,9 +6,11 @@ namespace fp4serve::server {
 
 std::string render_chat_prompt(const ServingContext& ctx, const nlohmann::ordered_json& messages,
                                const nlohmann::ordered_json& tools, bool add_generation_prompt,
-                               bool continue_final_message, const nlohmann::ordered_json& template_kwargs) {
+                               bool continue_final_message, const nlohmann::ordered_json& template_kwargs,
+                               const std::optional<std::string>& request_template) {
   using openai::ApiException;
-  if (!ctx.chat_template) {
+  const bool own_template = request_template && !request_template->empty();
+  if (!ctx.chat_template && !own_template) {
     throw ApiException(openai::value_error(
         "As of transformers v4.44, default chat template is no longer allowed, so you must provide a chat template "
         "if the tokenizer does not define one."));
@@ -16,7 +18,10 @@ std::string render_chat_prompt(const ServingContext& ctx, const nlohmann::ordere
   try {
     const auto context =
         make_chat_template_context(messages, tools, add_generation_prompt, ctx.special_tokens, template_kwargs);
-    std::string text = ctx.chat_template->render(context);
+    // A request's template is compiled here, inside the try: its syntax errors are 400s too.
+    std::optional<ChatTemplate> compiled;
+    if (own_template) compiled.emplace(*request_template);
+    std::string text = (compiled ? *compiled : *ctx.chat_template).render(context);
     if (continue_final_message && !messages.empty()) {
       const auto& last = messages.back();
       if (last.contains("content") && last["content"].is_string()) {

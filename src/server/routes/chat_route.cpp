@@ -142,7 +142,8 @@ void handle_chat(const ServingContext& ctx, std::shared_ptr<http::Exchange> ex) 
       spdlog::warn("The following fields were present in the request but ignored: {{'{}'}}", f);
     openai::check_max_output_tokens(job->req.max_output_tokens(), job->req.max_tokens_param(), max_len);
     const std::string prompt = render_chat_prompt(ctx, job->req.messages, job->req.tools, job->req.add_generation_prompt,
-                                                  job->req.continue_final_message, job->req.chat_template_kwargs);
+                                                  job->req.continue_final_message, job->req.chat_template_kwargs,
+                                                  job->req.chat_template);
     std::vector<int32_t> ids = ctx.tokenizer->encode(prompt, job->req.common.add_special_tokens);
     openai::apply_prompt_length_rules(ids, job->req.max_output_tokens(), max_len, job->req.common.truncate_prompt_tokens,
                                       job->req.common.truncation_side);
@@ -151,6 +152,7 @@ void handle_chat(const ServingContext& ctx, std::shared_ptr<http::Exchange> ex) 
                                                           static_cast<int64_t>(ids.size()), ctx.defaults.max_tokens);
     r.params = openai::to_sampling_params(job->req, max_tokens, ctx.defaults, ctx.limits);
     openai::resolve_bad_words(r.params, *ctx.tokenizer);
+    openai::resolve_reasoning_markers(r.params, *ctx.tokenizer);
     job->rctx = make_response_context(ctx, *ex, "chatcmpl-", job->req.common.request_id, job->req.model_name);
     job->reasoning_parser = ctx.options.reasoning_parser;
     job->parse_options.reasoning_parser = ctx.options.reasoning_parser;

@@ -118,6 +118,7 @@ void handle_completion(const ServingContext& ctx, std::shared_ptr<http::Exchange
       r.id = job->rctx.id + "-" + std::to_string(i);
       r.params = openai::to_sampling_params(job->req, max_tokens, ctx.defaults, ctx.limits);
       openai::resolve_bad_words(r.params, *ctx.tokenizer);
+      openai::resolve_reasoning_markers(r.params, *ctx.tokenizer);
       r.prompt_token_ids = ids;
       r.detokenize.skip_special_tokens = job->req.common.skip_special_tokens;
       r.detokenize.spaces_between_special_tokens = job->req.common.spaces_between_special_tokens;

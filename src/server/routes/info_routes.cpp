@@ -44,7 +44,8 @@ void handle_tokenize(const ServingContext& ctx, const std::shared_ptr<http::Exch
     std::vector<int32_t> ids;
     if (req.chat) {
       const std::string prompt = render_chat_prompt(ctx, req.messages, req.tools, req.add_generation_prompt,
-                                                    req.continue_final_message, req.chat_template_kwargs);
+                                                    req.continue_final_message, req.chat_template_kwargs,
+                                                    req.chat_template);
       ids = ctx.tokenizer->encode(prompt, req.add_special_tokens);
     } else {
       ids = ctx.tokenizer->encode(req.prompt, req.add_special_tokens);

@@ -211,6 +211,97 @@ TEST(SamplingParamsValidation, LogitBiasOutOfVocabulary) {
   EXPECT_EQ(error_of(p), "");
 }
 
+// The full refusal: message, parameter and the value vLLM attaches.
+SamplingParamsError refusal_of(SamplingParams p, const SamplingLimits& limits = qwen_limits()) {
+  auto err = prepare_sampling_params(p, limits);
+  if (!err) {
+    ADD_FAILURE() << "accepted";
+    return {};
+  }
+  return *err;
+}
+
+TEST(SamplingParamsValidation, AllowedTokenIds) {
+  SamplingParams p;
+  p.allowed_token_ids = std::vector<int64_t>{};
+  SamplingParamsError e = refusal_of(p);
+  EXPECT_EQ(e.message, "allowed_token_ids is not None and empty!");
+  EXPECT_EQ(e.parameter, "allowed_token_ids");
+  EXPECT_EQ(e.value, "[]");
+  p.allowed_token_ids = std::vector<int64_t>{3, 248320, -1, 7};
+  e = refusal_of(p);
+  EXPECT_EQ(e.message, "allowed_token_ids contains out-of-vocab token id!");
+  EXPECT_EQ(e.value, "[248320, -1]");  // the offenders, in the request's order
+  p.allowed_token_ids = std::vector<int64_t>{248319};  // a padding row: in vLLM's vocabulary
+  EXPECT_EQ(error_of(p), "");
+  // ... but fp4serve never samples padding rows, so a list of nothing else is refused when the
+  // number of real tokens is known.
+  SamplingLimits limits = qwen_limits();
+  limits.valid_vocab_size = 248077;
+  e = refusal_of(p, limits);
+  EXPECT_EQ(e.parameter, "allowed_token_ids");
+  EXPECT_NE(e.message.find("padding rows"), std::string::npos) << e.message;
+  p.allowed_token_ids = std::vector<int64_t>{248319, 11};
+  EXPECT_FALSE(prepare_sampling_params(p, limits).has_value());
+  // Checked after logit_bias (vLLM verify's order).
+  p.logit_bias = {{-5, 1.0}};
+  p.allowed_token_ids = std::vector<int64_t>{};
+  EXPECT_EQ(refusal_of(p).parameter, "logit_bias");
+}
+
+TEST(SamplingParamsValidation, LogprobTokenIds) {
+  SamplingParams p;
+  p.logprob_token_ids = std::vector<int64_t>(129, 5);
+  SamplingParamsError e = refusal_of(p);
+  EXPECT_EQ(e.message, "Requested logprob_token_ids of length 129, which is greater than max allowed: 128");
+  EXPECT_EQ(e.parameter, "logprob_token_ids");
+  EXPECT_EQ(e.value, "129");
+  p.logprob_token_ids = std::vector<int64_t>(128, 5);
+  EXPECT_EQ(error_of(p), "") << "128 is the limit, whatever --max-logprobs says";
+  p.logprob_token_ids = std::vector<int64_t>{1, -2, 248320};
+  e = refusal_of(p);
+  EXPECT_EQ(e.message,
+            "token_id(s) [-2, 248320] in logprob_token_ids contain out-of-vocab token ids. Vocabulary size: 248320");
+  EXPECT_EQ(e.value, "[-2, 248320]");
+  p.logprob_token_ids = std::vector<int64_t>{1, 2};
+  p.logprobs = 3;
+  e = refusal_of(p);
+  EXPECT_EQ(e.message,
+            "When both logprobs and logprob_token_ids are set, logprobs must equal len(logprob_token_ids). Got "
+            "logprobs=3, len(logprob_token_ids)=2.");
+  p.logprobs = 2;
+  EXPECT_EQ(error_of(p), "");
+  // Between the sample and the prompt logprobs checks.
+  p.prompt_logprobs = 50;
+  p.logprob_token_ids = std::vector<int64_t>{-1};
+  EXPECT_EQ(refusal_of(p).parameter, "logprob_token_ids");
+}
+
+TEST(SamplingParamsValidation, ThinkingTokenBudget) {
+  SamplingLimits reasoning = qwen_limits();
+  reasoning.reasoning_enabled = true;
+  SamplingParams p;
+  p.thinking_token_budget = -1;  // unlimited: unset
+  ASSERT_FALSE(prepare_sampling_params(p, qwen_limits()).has_value());
+  EXPECT_FALSE(p.thinking_token_budget.has_value());
+  p.thinking_token_budget = -3;
+  SamplingParamsError e = refusal_of(p, reasoning);
+  EXPECT_EQ(e.message, "`thinking_token_budget` must be a non-negative integer or -1 for unlimited.");
+  EXPECT_EQ(e.parameter, "thinking_token_budget");
+  EXPECT_EQ(e.value, "-3");
+  p.thinking_token_budget = 0;
+  EXPECT_FALSE(prepare_sampling_params(p, reasoning).has_value());
+  // Without a reasoning parser there are no markers to force: vLLM's InputProcessor refuses it,
+  // after the params' own checks.
+  e = refusal_of(p);
+  EXPECT_EQ(e.message,
+            "thinking_token_budget is set but reasoning_config is not configured. Please set --reasoning-parser "
+            "and/or --reasoning-config to use thinking_token_budget.");
+  EXPECT_EQ(e.parameter, "");
+  p.logprobs = 21;
+  EXPECT_EQ(refusal_of(p).parameter, "logprobs");
+}
+
 TEST(SamplingParamsValidation, FirstViolationInVllmOrderWins) {
   SamplingParams p;
   p.n = 0;

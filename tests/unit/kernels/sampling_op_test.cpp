@@ -83,6 +83,23 @@ Batch make_batch() {
 
   add(unseeded, {2}, {3}, 6);
   add(greedy_processed, {}, {}, 7);
+
+  // Per-request token filters: an allowed-ids mask with named logprob ids, and a spent thinking
+  // budget (the prompt ends "<think>" = 60, budget 1, one token out: "</think>" = 61 is forced).
+  SamplingOptions seeded_allowed;
+  seeded_allowed.seed = 99;
+  seeded_allowed.temperature = 1.2;
+  seeded_allowed.allowed_token_ids = {5, 17, 40, 300};
+  seeded_allowed.logprob_token_ids = {17, 5, 800, 17};
+  add(seeded_allowed, {1}, {2, 3}, 8);
+
+  SamplingOptions greedy_budget;
+  greedy_budget.temperature = 0.0;
+  greedy_budget.reasoning_budget.budget = 1;
+  greedy_budget.reasoning_budget.start_ids = {60};
+  greedy_budget.reasoning_budget.end_ids = {61};
+  summarize_prompt(greedy_budget.reasoning_budget, std::vector<int32_t>{4, 60});
+  add(greedy_budget, {4, 60}, {9}, 9);
   return b;
 }
 
@@ -161,7 +178,7 @@ TEST(SamplingOp, RowsAreIndependentOfTheBatchItsOrderAndThreads) {
     expect_same(sample_batch(b, {k}, 1), reference, k, "alone");
   }
   const std::vector<std::size_t> reversed(forward.rbegin(), forward.rend());
-  const std::vector<std::size_t> shuffled{3, 0, 6, 2, 5, 1, 4};
+  const std::vector<std::size_t> shuffled{3, 0, 8, 6, 2, 5, 7, 1, 4};
   for (int threads : {1, 2, 3, 8}) {
     for (const std::vector<std::size_t>* order : {&forward, &reversed, &shuffled}) {
       const Outcome r = sample_batch(b, *order, threads);
@@ -182,6 +199,14 @@ TEST(SamplingOp, RowsAreIndependentOfTheBatchItsOrderAndThreads) {
       EXPECT_LT(reference.top[k][static_cast<std::size_t>(i)].token, kValid);
   }
   EXPECT_EQ(reference.results[1].num_top, kValid);  // logprobs -1: the valid vocabulary
+  // The filters: an allowed token, the named ids' logprobs in their order, the forced end marker.
+  const int32_t allowed = reference.results[7].token;
+  EXPECT_TRUE(allowed == 5 || allowed == 17 || allowed == 40 || allowed == 300) << allowed;
+  ASSERT_EQ(reference.results[7].num_top, 4);
+  EXPECT_EQ(reference.top[7][0].token, 17);
+  EXPECT_EQ(reference.top[7][2].token, 800);
+  EXPECT_EQ(std::bit_cast<uint32_t>(reference.top[7][3].logprob), std::bit_cast<uint32_t>(reference.top[7][0].logprob));
+  EXPECT_EQ(reference.results[8].token, 61);
   EXPECT_FALSE(reference.results[2].has_logprobs);
   EXPECT_TRUE(reference.results[4].has_logprobs);
   EXPECT_EQ(reference.results[4].num_top, 0);
@@ -275,6 +300,13 @@ TEST(SamplingOp, RefusesBadCallsBeforeTouchingAnything) {
   SamplingConfig without_counter = good;
   without_counter.engine_draws = nullptr;
   expect_refused(no_counter, without_counter, 2);
+  SamplingOptions past_the_row = b.options[0];
+  past_the_row.logprob_token_ids = {3, static_cast<int32_t>(kVocab)};  // a logprob id outside the row
+  std::vector<TokenLogprob> top2(2);
+  auto bad_id = rows;
+  bad_id[0].options = &past_the_row;
+  bad_id[0].top = top2;
+  expect_refused(bad_id, good, 2);
   SamplingConfig bad_vocab = good;
   bad_vocab.valid_vocab_size = kVocab + 1;
   expect_refused(rows, bad_vocab, 2);

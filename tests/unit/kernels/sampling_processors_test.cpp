@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "kernels/cpu/sampling_bad_words.h"
@@ -62,6 +63,47 @@ TEST(BadWordsMatch, LastTokenBannedOnlyAfterTheRestOfTheWord) {
   EXPECT_EQ(banned_next_tokens(words, std::vector<int32_t>{3, 4, 1}), (std::vector<int32_t>{7}));
   EXPECT_EQ(banned_next_tokens(words, std::vector<int32_t>{9}), (std::vector<int32_t>{7, 9}));
   EXPECT_EQ(banned_next_tokens(words, std::vector<int32_t>{4}), (std::vector<int32_t>{7}));
+}
+
+TEST(AllowedTokenIds, EveryOtherTokenIsMaskedAndTheRowComesBack) {
+  std::vector<float> row{0.5f, 4.0f, -1.0f, 2.0f, 3.0f, 1.0f};
+  const std::vector<float> raw = row;
+  SamplingOptions o;
+  o.allowed_token_ids = {0, 3, 5};
+  LogitsEditLog log;
+  apply_allowed_token_ids(row, o, log);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(row, (std::vector<float>{0.5f, -inf, -inf, 2.0f, -inf, 1.0f}));
+  log.undo(row);
+  EXPECT_EQ(row, raw);
+  // No list: nothing is touched. Ids past the row (padding) are simply not in it.
+  o.allowed_token_ids.clear();
+  apply_allowed_token_ids(row, o, log);
+  EXPECT_TRUE(log.empty());
+  o.allowed_token_ids = {4, 9};
+  apply_allowed_token_ids(row, o, log);
+  EXPECT_EQ(row, (std::vector<float>{-inf, -inf, -inf, -inf, 3.0f, -inf}));
+  log.undo(row);
+  EXPECT_EQ(row, raw);
+}
+
+TEST(ReasoningBudgetProcessor, TheForcedTokenWinsOverMasksAndPenalties) {
+  std::vector<float> row{0.5f, 4.0f, -1.0f, 2.0f};
+  const std::vector<float> raw = row;
+  SamplingOptions o;
+  o.reasoning_budget.budget = 1;
+  o.reasoning_budget.start_ids = {0};
+  o.reasoning_budget.end_ids = {2};
+  summarize_prompt(o.reasoning_budget, std::vector<int32_t>{3, 0});
+  o.allowed_token_ids = {1};  // "</think>" (2) is not allowed, and is forced all the same (vLLM writes 1e9)
+  LogitsEditLog log;
+  apply_allowed_token_ids(row, o, log);
+  apply_reasoning_budget(row, o, std::vector<int32_t>{}, log);
+  EXPECT_EQ(row[2], -std::numeric_limits<float>::infinity());  // budget of 1 not spent yet
+  apply_reasoning_budget(row, o, std::vector<int32_t>{1}, log);
+  EXPECT_EQ(row[2], kForcedLogit);
+  log.undo(row);
+  EXPECT_EQ(row, raw);
 }
 
 }  // namespace

@@ -216,10 +216,31 @@ TEST(ChatRequest, TemplateKwargs) {
 }
 
 TEST(ChatRequest, RequestChatTemplateNeedsTrust) {
-  const ApiError e = error_of(R"({"messages": [], "chat_template": "{{ x }}"})");
-  EXPECT_EQ(e.message,
-            "Chat template is passed with request, but --trust-request-chat-template is not set. Refused request "
-            "with untrusted chat template.");
+  const std::string refused =
+      "Chat template is passed with request, but --trust-request-chat-template is not set. Refused request "
+      "with untrusted chat template.";
+  ApiError e = error_of(R"({"messages": [], "chat_template": "{{ x }}"})");
+  EXPECT_EQ(e.body(), R"({"error":{"message":")" + refused + R"(","type":"BadRequestError","param":null,"code":400}})");
+  // "" is still a template passed with the request; so is one hidden in chat_template_kwargs.
+  EXPECT_EQ(error_of(R"({"messages": [], "chat_template": ""})").message, refused);
+  EXPECT_EQ(error_of(R"({"messages": [], "chat_template_kwargs": {"chat_template": "{{ x }}"}})").message, refused);
+  EXPECT_FALSE(parse(R"({"messages": [], "chat_template": null})").chat_template);
+
+  ServerLimits trusted = test_limits();
+  trusted.trust_request_chat_template = true;
+  const ChatRequest r = parse(R"({"messages": [], "chat_template": "{{ x }}"})", trusted);
+  EXPECT_EQ(r.chat_template, "{{ x }}");
+  // With the flag, a template in the kwargs is still apply_chat_template's own argument: vLLM's
+  // resolve_chat_template_kwargs refuses it, and `tokenize` with or without the flag.
+  e = error_of(R"({"messages": [], "chat_template_kwargs": {"chat_template": "{{ x }}"}})", trusted);
+  EXPECT_EQ(e.message, "Found unexpected chat template kwargs from request: {'chat_template'}");
+  EXPECT_EQ(e.type, "BadRequestError");
+  e = error_of(R"({"messages": [], "chat_template_kwargs": {"tokenize": true, "enable_thinking": false}})");
+  EXPECT_EQ(e.message, "Found unexpected chat template kwargs from request: {'tokenize'}");
+  // merge_kwargs drops None overrides before the check, as vLLM's does.
+  EXPECT_NO_THROW(parse(R"({"messages": [], "chat_template_kwargs": {"tokenize": null}})"));
+  e = error_of(R"({"messages": [], "chat_template": 5})", trusted);
+  EXPECT_EQ(e.param, "body.chat_template");
 }
 
 TEST(ChatRequest, ResponseFormat) {

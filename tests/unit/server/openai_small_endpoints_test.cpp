@@ -47,6 +47,21 @@ TEST(Tokenize, ChatForm) {
   EXPECT_EQ(r.chat_template_kwargs, Json::parse(R"({"enable_thinking": false})"));
 }
 
+TEST(Tokenize, ChatFormRequestTemplateNeedsTrust) {
+  const std::string_view body = R"({"messages": [{"role": "user", "content": "hi"}], "chat_template": "{{ 1 }}"})";
+  ApiError e = expect_api_error([&] { parse_tokenize_request(body, test_limits()); });
+  EXPECT_EQ(e.message,
+            "Chat template is passed with request, but --trust-request-chat-template is not set. Refused request "
+            "with untrusted chat template.");
+  ServerLimits trusted = test_limits();
+  trusted.trust_request_chat_template = true;
+  EXPECT_EQ(parse_tokenize_request(body, trusted).chat_template, "{{ 1 }}");
+  e = expect_api_error([&] {
+    parse_tokenize_request(std::string_view(R"({"messages": [], "chat_template_kwargs": {"tokenize": false}})"), trusted);
+  });
+  EXPECT_EQ(e.message, "Found unexpected chat template kwargs from request: {'tokenize'}");
+}
+
 TEST(Tokenize, Errors) {
   ApiError e = expect_api_error([] { parse_tokenize_request(std::string_view(R"({})"), test_limits()); });
   EXPECT_EQ(e.message.rfind("2 validation errors:", 0), 0u) << e.message;
