@@ -5,9 +5,11 @@ A server may listen over TLS (`verify=CA file`, `client_cert=(cert, key)` when i
 a Unix socket (`uds=path`): Server.get() reaches /health whichever it is."""
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
+import tarfile
 import time
 from pathlib import Path
 
@@ -16,6 +18,9 @@ import requests
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = Path(os.environ.get("FP4SERVE_BINARY", ROOT / "build" / "fp4serve"))
+CANARY_DIR = ROOT / "tests" / "data" / "models" / "canary"
+TOKENIZER_DIR = ROOT / ".cache" / "tokenizers" / "qwen3.5"
+CHAT_TEMPLATE = ROOT / "tests" / "data" / "chat_templates" / "qwen3.6.jinja"
 
 
 def free_port() -> int:
@@ -121,3 +126,24 @@ def server(make_server):
 def client(server):
     import openai
     return openai.OpenAI(base_url=server.url + "/v1", api_key="unused")
+
+
+@pytest.fixture(scope="session")
+def canary_model_dir(tmp_path_factory):
+    """canary_model_dir(fmt): a directory holding the trained canary model (tests/data/models/canary,
+    "bf16" or "nvfp4") with the real tokenizer and the Qwen3.6 chat template, extracted once per
+    format and session."""
+    made = {}
+
+    def make(fmt="bf16"):
+        if fmt not in made:
+            model = tmp_path_factory.mktemp(f"canary-{fmt}")
+            with tarfile.open(CANARY_DIR / f"canary-{fmt}.tar.xz") as tar:
+                tar.extractall(model, filter="data")
+            for name in ("tokenizer.json", "tokenizer_config.json"):
+                shutil.copy(TOKENIZER_DIR / name, model / name)
+            shutil.copy(CHAT_TEMPLATE, model / "chat_template.jinja")
+            made[fmt] = model
+        return made[fmt]
+
+    return make

@@ -4,9 +4,7 @@ fault-injection switch zeroes the GDN state between steps -- the proof that the 
 The model directory is assembled the way a download looks: the unpacked checkpoint plus the real
 tokenizer (.cache/tokenizers/qwen3.5, installed by scripts/setup.sh) and the Qwen3.6 chat template."""
 import json
-import shutil
 import subprocess
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -14,8 +12,6 @@ import requests
 
 ROOT = Path(__file__).resolve().parents[2]
 CANARY_DIR = ROOT / "tests" / "data" / "models" / "canary"
-TOKENIZER_DIR = ROOT / ".cache" / "tokenizers" / "qwen3.5"
-CHAT_TEMPLATE = ROOT / "tests" / "data" / "chat_templates" / "qwen3.6.jinja"
 FORMATS = ("bf16", "nvfp4")
 
 
@@ -28,14 +24,9 @@ def reference_tokens():
 
 
 @pytest.fixture(scope="module", params=FORMATS)
-def canary_server(request, make_server, tmp_path_factory):
+def canary_server(request, make_server, canary_model_dir):
     fmt = request.param
-    model = tmp_path_factory.mktemp(f"canary-{fmt}")
-    with tarfile.open(CANARY_DIR / f"canary-{fmt}.tar.xz") as tar:
-        tar.extractall(model, filter="data")
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(TOKENIZER_DIR / name, model / name)
-    shutil.copy(CHAT_TEMPLATE, model / "chat_template.jinja")
+    model = canary_model_dir(fmt)
     server = make_server("--model", str(model), "--reasoning-parser", "qwen3", "--enable-auto-tool-choice",
                          "--tool-call-parser", "qwen3_coder", "--enable-debug-endpoints")
     server.format = fmt

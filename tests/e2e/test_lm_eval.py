@@ -10,31 +10,21 @@ own greedy answers; and on this model both tasks score 1.0."""
 import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
-CANARY_DIR = ROOT / "tests" / "data" / "models" / "canary"
-TOKENIZER_DIR = ROOT / ".cache" / "tokenizers" / "qwen3.5"
-CHAT_TEMPLATE = ROOT / "tests" / "data" / "chat_templates" / "qwen3.6.jinja"
 TASK_DIR = ROOT / "tests" / "data" / "lm_eval"
 NAME = "canary"
 
 
 @pytest.fixture(scope="module")
-def canary(make_server, tmp_path_factory):
-    model = tmp_path_factory.mktemp("canary-lm-eval")
-    with tarfile.open(CANARY_DIR / "canary-bf16.tar.xz") as tar:
-        tar.extractall(model, filter="data")
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(TOKENIZER_DIR / name, model / name)
-    shutil.copy(CHAT_TEMPLATE, model / "chat_template.jinja")
+def canary(make_server, canary_model_dir):
+    model = canary_model_dir("bf16")
     server = make_server("--model", str(model), "--served-model-name", NAME)
     server.model_dir = model
     return server

@@ -5,30 +5,18 @@ The canary reasons for about fifteen tokens when left alone, so small budgets cu
 
 Counting follows vLLM: the tokens already inside the open think block of the prompt count, and a
 Qwen3.6 prompt ends "<think>\\n", so a budget of B leaves B - 1 reasoning tokens in the output."""
-import shutil
-import tarfile
-from pathlib import Path
 
 import openai
 import pytest
 import requests
 
-ROOT = Path(__file__).resolve().parents[2]
-CANARY_DIR = ROOT / "tests" / "data" / "models" / "canary"
-TOKENIZER_DIR = ROOT / ".cache" / "tokenizers" / "qwen3.5"
-CHAT_TEMPLATE = ROOT / "tests" / "data" / "chat_templates" / "qwen3.6.jinja"
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 THINKING = {"chat_template_kwargs": {"enable_thinking": True}}
 
 
 @pytest.fixture(scope="module")
-def canary(make_server, tmp_path_factory):
-    model = tmp_path_factory.mktemp("canary-budget")
-    with tarfile.open(CANARY_DIR / "canary-bf16.tar.xz") as tar:
-        tar.extractall(model, filter="data")
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(TOKENIZER_DIR / name, model / name)
-    shutil.copy(CHAT_TEMPLATE, model / "chat_template.jinja")
+def canary(make_server, canary_model_dir):
+    model = canary_model_dir("bf16")
     return make_server("--model", str(model), "--reasoning-parser", "qwen3")
 
 

@@ -114,4 +114,15 @@ inline std::vector<std::int32_t> random_prompt(std::mt19937& rng, int len) {
   return p;
 }
 
+// After every request has finished or been aborted: nothing running or waiting, no GDN slot and no
+// KV block held, no work left.
+inline void expect_no_leaks(const Engine& engine) {
+  const EngineStats s = engine.stats();
+  EXPECT_EQ(s.scheduler.num_running, 0);
+  EXPECT_EQ(s.scheduler.num_waiting, 0);
+  EXPECT_EQ(s.scheduler.state_slots_in_use, 0);
+  EXPECT_EQ(s.scheduler.kv_cache_usage, 0.0);
+  EXPECT_FALSE(s.has_work);
+}
+
 }  // namespace fp4serve::engine::testing

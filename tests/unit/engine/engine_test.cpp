@@ -74,15 +74,6 @@ std::vector<std::vector<std::int32_t>> run_alone(const std::vector<Case>& cases)
   return out;
 }
 
-void expect_no_leaks(const Engine& engine) {
-  const EngineStats s = engine.stats();
-  EXPECT_EQ(s.scheduler.num_running, 0);
-  EXPECT_EQ(s.scheduler.num_waiting, 0);
-  EXPECT_EQ(s.scheduler.state_slots_in_use, 0);
-  EXPECT_EQ(s.scheduler.kv_cache_usage, 0.0);
-  EXPECT_FALSE(s.has_work);
-}
-
 TEST(Engine, AloneMatchesTheModelRunDirectly) {
   const std::vector<Case> cases = mixed_cases(3, 1);
   const auto alone = run_alone(cases);

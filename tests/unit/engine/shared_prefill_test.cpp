@@ -44,14 +44,6 @@ void expect_same_sequence(const Finished& a, int ia, const Finished& b, int ib, 
   }
 }
 
-void expect_no_leaks(const Engine& engine) {
-  const EngineStats s = engine.stats();
-  EXPECT_EQ(s.scheduler.num_running, 0);
-  EXPECT_EQ(s.scheduler.num_waiting, 0);
-  EXPECT_EQ(s.scheduler.state_slots_in_use, 0);
-  EXPECT_EQ(s.scheduler.kv_cache_usage, 0.0);
-}
-
 struct Counts {
   std::int64_t computed = 0, forked = 0;
 };
