@@ -1,6 +1,8 @@
 // Counting replacements of the global allocation functions, for tests that show a path allocates
-// nothing: while g_counting is set, every operator new (plain, array, aligned; the nothrow forms call
-// these) adds one to g_allocations. Only C++ heap allocations are seen (glibc's own mallocs, e.g.
+// nothing: while g_counting is set, every operator new (plain, array, aligned, nothrow) adds one to
+// g_allocations. The nothrow forms are replaced too, although libstdc++'s call the plain ones: under
+// ASan the sanitizer's runtime supplies them, and its nothrow new paired with our delete (free) is
+// an alloc-dealloc mismatch (std::stable_sort's temporary buffer hit it). Only C++ heap allocations are seen (glibc's own mallocs, e.g.
 // OpenMP's thread team bookkeeping, are not C++ allocations of ours).
 //
 // The replacements are definitions for the whole binary: include this header in exactly one source
@@ -30,6 +32,24 @@ void* operator new(std::size_t n, std::align_val_t a) {
   throw std::bad_alloc();
 }
 void* operator new[](std::size_t n, std::align_val_t a) { return operator new(n, a); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(n);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return operator new(n, t); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(n, a);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t& t) noexcept {
+  return operator new(n, a, t);
+}
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
@@ -38,3 +58,7 @@ void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }

@@ -1,5 +1,6 @@
 // jinja2's builtin filters (filters.py), with transformers' replacement for tojson.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 
@@ -87,8 +88,11 @@ Value attr_path(const Value& v, const Value& attribute, SourcePos pos) {
   while (true) {
     const std::size_t dot = path.find('.', start);
     const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    cur = get_item(cur, numeric ? Value::integer(std::stoll(part)) : Value::string(part), pos);
+    // A digits-only part indexes (past int64 it stays a string key, which finds nothing).
+    std::int64_t index = 0;
+    const bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit) &&
+                         std::from_chars(part.data(), part.data() + part.size(), index).ec == std::errc();
+    cur = get_item(cur, numeric ? Value::integer(index) : Value::string(part), pos);
     if (dot == std::string::npos) return cur;
     start = dot + 1;
   }

@@ -520,8 +520,14 @@ class Parser {
           node = std::make_unique<AttrExpr>(p, std::move(node), cur().text);
           next();
         } else if (cur().type == TokenType::Integer) {
-          node = std::make_unique<ItemExpr>(p, std::move(node),
-                                            std::make_unique<ConstExpr>(p, Value::integer(std::stoll(cur().text))));
+          // `x.0` is x[0]. from_chars, not stoll: a literal past int64 is a template error, not an
+          // std::out_of_range escaping the parser (found by jinja_template_fuzz).
+          std::int64_t index = 0;
+          const std::string& text = cur().text;
+          if (std::from_chars(text.data(), text.data() + text.size(), index).ec != std::errc()) {
+            fail("integer literal out of range");
+          }
+          node = std::make_unique<ItemExpr>(p, std::move(node), std::make_unique<ConstExpr>(p, Value::integer(index)));
           next();
         } else {
           fail("expected name or number after '.'");

@@ -75,6 +75,15 @@ TEST(JinjaSandbox, NestingLimitIsASyntaxErrorNotACrash) {
   EXPECT_THROW(Template{blocks}, TemplateSyntaxError);
 }
 
+// Found by jinja_template_fuzz: `x.<digits>` past int64 threw std::out_of_range out of the parser.
+TEST(JinjaSandbox, IntegerLiteralsPastInt64AreSyntaxErrors) {
+  EXPECT_THROW(Template{"{{ x.59223372036854775807 }}"}, TemplateSyntaxError);
+  EXPECT_THROW(Template{"{{ 99999999999999999999 }}"}, TemplateSyntaxError);
+  EXPECT_EQ(render("{{ x.1 }}", {{"x", {10, 20}}}), "20");
+  // An attribute path with such a part finds nothing instead of throwing.
+  EXPECT_EQ(render("{{ [{'a': [1]}] | map(attribute='a.99999999999999999999') | list | length }}"), "1");
+}
+
 TEST(JinjaSandbox, LongOperatorChainsAreBounded) {
   // 100k-link chains would recurse 100k deep when evaluated or destroyed.
   std::string chain = "{{ 1";
