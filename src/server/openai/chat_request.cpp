@@ -208,7 +208,7 @@ Json parse_tool_calls(const Json& calls) {
           const std::string& text = args.get_ref<const std::string&>();
           try {
             fn["arguments"] = Json::parse(text);
-          } catch (const Json::parse_error&) {
+          } catch (const Json::exception&) {  // parse_error, or out_of_range for 1e309
             throw ApiException(value_error(python_json_error(text)));
           }
         }

@@ -124,11 +124,20 @@ std::optional<PythonJsonError> python_json_decode_error(std::string_view text) {
   } catch (const nlohmann::ordered_json::parse_error& e) {
     what = e.what();
     byte = e.byte;
+  } catch (const nlohmann::ordered_json::out_of_range& e) {
+    // A number past double's range (1e309): Python's json reads it as inf, nlohmann refuses it
+    // (out_of_range.406 "number overflow parsing '1e309'", without its place). Refused as malformed
+    // at the literal's first occurrence.
+    what = e.what();
+    const auto open = what.find('\''), close = what.rfind('\'');
+    if (open < close) byte = text.find(what.substr(open + 1, close - open - 1)) + 1;  // npos + 1 == 0
   }
   PythonJsonError err;
   std::size_t at = byte > 0 ? byte - 1 : 0;  // nlohmann: 1-based index of the offending byte
   auto has = [&](const char* s) { return what.find(s) != std::string::npos; };
-  if (has("; expected end of input")) {
+  if (has("number overflow")) {
+    err.msg = "Out of range float values are not JSON compliant";  // Python's words for inf in JSON
+  } else if (has("; expected end of input")) {
     err.msg = "Extra data";
   } else if (has("while parsing object key")) {
     err.msg = "Expecting property name enclosed in double quotes";
