@@ -338,7 +338,7 @@ void refuse_unsupported_common(const Json& body, Endpoint endpoint) {
   }
   if (endpoint == Endpoint::kCompletions) {
     if (is_set(body, "suffix")) throw ApiException(value_error("suffix is not currently supported"));
-    if (py_truthy(member(body, "prompt_embeds"))) {
+    if (is_set(body, "prompt_embeds")) {  // even "" or {}: without a prompt nothing would be generated
       refuse("prompt_embeds", "`prompt_embeds` is not supported by fp4serve.");
     }
   }

@@ -48,5 +48,25 @@ TEST(HostileBodies, ToolCallArgumentsPastDoubleRange) {
   EXPECT_EQ(e.message, "Out of range float values are not JSON compliant: line 1 column 7 (char 6)");
 }
 
+// A falsy prompt_embeds ({}, "", 0) without a prompt passed every check and parsed into a request
+// with no prompt at all, which the route never answered (it waits for every prompt to finish).
+// prompt_embeds is now typed as vLLM's bytes | list[bytes] | None and refused whenever set.
+TEST(HostileBodies, FalsyPromptEmbedsWithoutPromptIsRefused) {
+  ApiError e = expect_api_error([] { parse_completion_request(std::string(R"({"prompt_embeds": {}})"), test_limits()); });
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.message,
+            "2 validation errors:\n  {'type': 'bytes_type', 'loc': 'body.prompt_embeds', 'msg': 'Input should be a valid "
+            "bytes', 'input': '<dict of 0 items>'}\n  {'type': 'list_type', 'loc': 'body.prompt_embeds', 'msg': 'Input "
+            "should be a valid list', 'input': '<dict of 0 items>'}");
+  e = expect_api_error([] { parse_completion_request(std::string(R"({"prompt_embeds": [1]})"), test_limits()); });
+  EXPECT_NE(e.message.find("'loc': 'body.prompt_embeds.0', 'msg': 'Input should be a valid bytes'"), std::string::npos)
+      << e.message;
+  for (const std::string body : {R"({"prompt_embeds": ""})", R"({"prompt_embeds": "AAAA"})", R"({"prompt": "x", "prompt_embeds": ""})"}) {
+    e = expect_api_error([&] { parse_completion_request(body, test_limits()); });
+    EXPECT_EQ(e.param, "prompt_embeds") << body << ": " << e.message;
+  }
+  EXPECT_EQ(parse_completion_request(std::string(R"({"prompt": "x", "prompt_embeds": null})"), test_limits()).prompts.size(), 1u);
+}
+
 }  // namespace
 }  // namespace fp4serve::server::openai
