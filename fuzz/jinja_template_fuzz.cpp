@@ -16,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.h"
-#include "json_mutator.h"
 #include "tokenizer/chat_template/jinja_template.h"
 #include "tokenizer/utf8.h"
 
@@ -61,10 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view source = input.substr(0, nul);
   nlohmann::ordered_json values;
   if (nul != std::string_view::npos) {
-    const std::string_view json = input.substr(nul + 1);
-    // The server never renders values nested deeper than its request depth limit (512).
-    if (fuzz::json_text_depth(json) > 512) return -1;
-    values = nlohmann::ordered_json::parse(json, nullptr, /*allow_exceptions=*/false);
+    // Deep values are refused by the engine itself (jinja_value.h kMaxValueDepth).
+    values = nlohmann::ordered_json::parse(input.substr(nul + 1), nullptr, /*allow_exceptions=*/false);
   }
   if (!values.is_object()) values = default_values();
   std::string out;

@@ -16,8 +16,8 @@ cd "$(dirname "$0")/.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-40}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 # target:corpus-folder
-ALL_TARGETS=(safetensors_header_fuzz:safetensors openai_request_fuzz:openai jinja_template_fuzz:jinja
-             chat_template_fuzz:chat_template tokenizer_fuzz:tokenizer)
+ALL_TARGETS=(safetensors_header_fuzz:safetensors http_request_fuzz:http_request openai_request_fuzz:openai
+             jinja_template_fuzz:jinja chat_template_fuzz:chat_template tokenizer_fuzz:tokenizer)
 
 log() { printf '\033[1m[fuzz]\033[0m %s\n' "$*"; }
 

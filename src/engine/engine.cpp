@@ -42,6 +42,8 @@ struct SequenceTrack {
   StopReason stop_reason;
   StopReason token_stop_reason;  // set by the stop checker when a stop token ends the sequence
   Clock::time_point last_token_time{};
+  // prompt_logprobs: filled from the prefill's rows, handed out with the first token.
+  std::optional<PromptLogprobs> prompt_logprobs;
 };
 
 struct ParentTrack {
@@ -85,7 +87,8 @@ struct Engine::Impl {
                   [this](const Request& r) { return stop_token_check(r); }),
         sampler(make_sampler_config()),
         runner(*model, ModelRunnerConfig{plan.num_kv_blocks, c.block_size, c.kv_dtype, plan.num_state_slots,
-                                         plan.num_snapshots}) {
+                                         plan.num_snapshots, c.max_num_batched_tokens, plan.max_num_seqs,
+                                         info.max_model_len}) {
     stats.request_prompt_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_max_num_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
@@ -163,7 +166,7 @@ struct Engine::Impl {
       if (hard_stop) {
         std::vector<std::string> ids;
         for (const auto& [id, _] : parents) ids.push_back(id);
-        for (const std::string& id : ids) abort_parent(id, std::string("server shutting down"));
+        for (const std::string& id : ids) abort_parent(id, std::string("server shutting down"), /*shutdown=*/true);
         publish(false);
         return;
       }
@@ -212,6 +215,10 @@ struct Engine::Impl {
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
       Request& r = scheduler.add_request(seq->scheduler_id, req.prompt_token_ids, std::max(1, max_tokens));
       r.cache_salt_hash = req.cache_salt_hash;
+      if (params.prompt_logprobs) {
+        seq->prompt_logprobs.emplace(req.prompt_token_ids.size());
+        r.prompt_logprobs_pending = true;
+      }
       // The Request owns nothing: the track lives in the parent; an aliasing pointer with no owner.
       r.user_data = std::shared_ptr<void>(std::shared_ptr<void>{}, seq.get());
       parent->seqs.push_back(std::move(seq));
@@ -224,7 +231,7 @@ struct Engine::Impl {
 
   // Client cancel (error empty) or engine-side end (error set): every unfinished sequence ends with
   // "abort" and the channel gets the final output.
-  void abort_parent(const std::string& id, std::optional<std::string> error) {
+  void abort_parent(const std::string& id, std::optional<std::string> error, bool shutdown = false) {
     auto it = parents.find(id);
     if (it == parents.end()) return;
     ParentTrack& p = *it->second;
@@ -238,6 +245,7 @@ struct Engine::Impl {
       p.pending.deltas.push_back(std::move(d));
     }
     p.pending.error = std::move(error);
+    p.pending.error_is_shutdown = shutdown;
     flush_parent(it, Clock::now());
   }
 
@@ -266,7 +274,10 @@ struct Engine::Impl {
         stats_pending_queue.push_back(seconds(started - p.arrival));
       }
     }
-    std::vector<float> logits = runner.execute(out);
+    const kernels::TensorView logits = runner.execute(
+        out, [this](const ScheduledRequest& s, int first, int count, const float* rows) {
+          collect_prompt_logprobs(s, first, count, rows);
+        });
     std::vector<SampleInput> inputs;
     std::vector<std::int32_t> tokens(out.scheduled.size(), -1);
     const std::size_t V = static_cast<std::size_t>(info.vocab_size);
@@ -274,7 +285,7 @@ struct Engine::Impl {
       if (!s.needs_logits) continue;
       const std::size_t row = inputs.size();
       SampleInput in;
-      in.logits = std::span<float>(logits.data() + row * V, V);
+      in.logits = std::span<float>(logits.as<float>() + row * V, V);
       in.params = &track_of(*s.request)->params;
       in.prompt_ids = s.request->prompt_token_ids();
       in.output_ids = s.request->output_token_ids();
@@ -307,6 +318,28 @@ struct Engine::Impl {
     publish(true);
   }
 
+  // Rows first .. first + count - 1 of a prompt score prompt tokens first + 1 .. first + count,
+  // exactly as a sampled token is scored (raw logprobs over the valid vocabulary, rank, top-N).
+  void collect_prompt_logprobs(const ScheduledRequest& s, int first, int count, const float* rows) {
+    SequenceTrack& seq = *track_of(*s.request);
+    if (!seq.prompt_logprobs || !seq.params.prompt_logprobs) return;
+    PromptLogprobs& out = *seq.prompt_logprobs;
+    const std::span<const std::int32_t> prompt = s.request->prompt_token_ids();
+    const auto V = static_cast<std::size_t>(info.vocab_size);
+    const auto valid = static_cast<std::size_t>(info.valid_vocab_size);
+    const std::int64_t num_top =
+        *seq.params.prompt_logprobs == -1 ? info.valid_vocab_size : *seq.params.prompt_logprobs;
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1)
+    for (int i = 0; i < count; ++i) {
+      const auto pos = static_cast<std::size_t>(first + i);
+      const std::int32_t target = prompt[pos + 1];
+      // A prompt may name a padding row of the lm_head; only then is the row scored in full.
+      const std::size_t width = static_cast<std::size_t>(target) < valid ? valid : V;
+      out[pos + 1] = compute_sample_logprobs(std::span<const float>(rows + static_cast<std::size_t>(i) * V, width),
+                                             target, num_top);
+    }
+  }
+
   void on_token(SequenceTrack& seq, const Request& r, const StepResult& res, SampleOutput& sample,
                 Clock::time_point now) {
     ParentTrack& p = *seq.parent;
@@ -331,6 +364,10 @@ struct Engine::Impl {
     d.index = seq.index;
     d.token_ids.push_back(res.token);
     if (sample.logprobs) d.logprobs.push_back(std::move(*sample.logprobs));
+    if (seq.num_output == 1 && seq.prompt_logprobs) {
+      d.prompt_logprobs = std::move(seq.prompt_logprobs);
+      seq.prompt_logprobs.reset();
+    }
     if (!stopped_by_token && seq.num_output > params.min_tokens) {
       if (auto match = find_stop_string(seq.text, seq.text.size() - check_from, params.stop,
                                         params.include_stop_str_in_output)) {

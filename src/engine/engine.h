@@ -60,7 +60,7 @@ struct EngineConfig {
 struct EngineRequest {
   std::string id;
   std::vector<std::int32_t> prompt_token_ids;
-  SamplingParams params;  // already through prepare_sampling_params
+  SamplingParams params;  // already through prepare_sampling_params (and tokenize_bad_words)
   std::uint64_t cache_salt_hash = 0;
   tokenizer::DetokenizerOptions detokenize;
   std::chrono::steady_clock::time_point arrival_time = std::chrono::steady_clock::now();

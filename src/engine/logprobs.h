@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct SampleLogprobs {
   // sampled token first and these after it; the server merges them into the response's dict.
   std::vector<TokenLogprob> top;
 };
+
+// vLLM's PromptLogprobs: one entry per prompt token, none for the first (no row predicts it).
+// Entry i scores prompt token i under the logits row of position i - 1: `sampled` is that token
+// with its rank, `top` the row's top-N (the same computation as a sampled token's).
+using PromptLogprobs = std::vector<std::optional<SampleLogprobs>>;
 
 // `logits` is the raw row restricted to the valid vocabulary (padding rows of the lm_head are not
 // part of the distribution). num_top is clamped to logits.size(). The row must have a finite max.

@@ -1,25 +1,66 @@
 #include "engine/model_runner.h"
 
+#include <algorithm>
+
 #include "engine/engine_error.h"
 #include "engine/request.h"
 
 namespace fp4serve::engine {
+namespace {
 
-ModelRunner::ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerConfig& config)
-    : model_(&model), config_(config) {
-  const ModelConfig& c = model.config();
-  num_attention_layers_ = static_cast<int>(c.num_full_attention_layers());
-  const int num_gdn = static_cast<int>(c.num_linear_attention_layers());
-  kv_ = model::PagedKvCache(num_attention_layers_, config.num_kv_blocks, config.block_size,
-                            static_cast<int>(c.num_key_value_heads), static_cast<int>(c.head_dim), config.kv_dtype);
-  slots_ = model::GdnStateArena(config.num_state_slots, num_gdn, model.gdn_dims());
-  snapshots_ = model::GdnStateArena(config.num_snapshots, num_gdn, model.gdn_dims());
+kernels::StepLimits step_limits(const ModelRunnerConfig& c) {
+  kernels::StepLimits l;
+  l.max_tokens = std::max(1, c.max_num_batched_tokens);
+  l.max_seqs = std::max(1, c.max_num_seqs);
+  l.max_logit_rows = l.max_seqs;  // one sampled row per sequence
+  l.max_context = c.max_model_len;
+  return l;
 }
 
-std::vector<float> ModelRunner::execute(const SchedulerOutput& step) {
-  std::vector<model::BatchSequence> batch;
-  batch.reserve(step.scheduled.size());
+// Snapshot points one step can schedule: one per block boundary its tokens cross, plus a tail per
+// sequence (the scheduler's prefix-cache snapshots).
+std::size_t max_copy_points(const ModelRunnerConfig& c) {
+  return static_cast<std::size_t>(c.max_num_batched_tokens / std::max(1, c.block_size) + 2 * c.max_num_seqs + 8);
+}
+
+}  // namespace
+
+ModelRunner::ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerConfig& config)
+    : model_(&model),
+      config_(config),
+      num_attention_layers_(static_cast<int>(model.config().num_full_attention_layers())),
+      num_gdn_layers_(static_cast<int>(model.config().num_linear_attention_layers())),
+      kv_(model.backend(), num_attention_layers_, config.num_kv_blocks, config.block_size,
+          static_cast<int>(model.config().num_key_value_heads), static_cast<int>(model.config().head_dim),
+          config.kv_dtype),
+      slots_(model.backend(), config.num_state_slots, num_gdn_layers_, model.gdn_dims()),
+      snapshots_(model.backend(), config.num_snapshots, num_gdn_layers_, model.gdn_dims()),
+      ws_(model.backend(), model.config(), step_limits(config)) {
+  const kernels::StepLimits limits = step_limits(config);
+  model.backend().reserve(limits);
+  const auto seqs = static_cast<std::size_t>(limits.max_seqs);
+  batch_.reserve(seqs);
+  kv_views_.resize(seqs * static_cast<std::size_t>(num_attention_layers_));
+  gdn_refs_.resize(seqs * static_cast<std::size_t>(num_gdn_layers_));
+  copies_.reserve(max_copy_points(config));
+  copy_refs_.resize(max_copy_points(config) * static_cast<std::size_t>(num_gdn_layers_));
+}
+
+kernels::TensorView ModelRunner::execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows) {
+  batch_.clear();
+  copies_.clear();
+  if (step.scheduled.size() > static_cast<std::size_t>(ws_.limits.max_seqs))
+    throw EngineLogicError("step with more sequences than the runner's limit");
+  std::size_t copy_count = 0;
   for (const ScheduledRequest& s : step.scheduled) {
+    for (const SnapshotPoint& p : step.snapshots_of(s)) (void)p, ++copy_count;
+  }
+  if (copy_count * static_cast<std::size_t>(num_gdn_layers_) > copy_refs_.size())
+    copy_refs_.resize(copy_count * static_cast<std::size_t>(num_gdn_layers_));  // beyond the reserve: grows once
+  const auto A = static_cast<std::size_t>(num_attention_layers_), G = static_cast<std::size_t>(num_gdn_layers_);
+  std::size_t copy_at = 0;
+  for (std::size_t i = 0; i < step.scheduled.size(); ++i) {
+    const ScheduledRequest& s = step.scheduled[i];
     if (s.state_slot < 0) throw EngineLogicError("scheduled request without a GDN state slot");
     switch (s.state_init) {
       case StateInit::kZero: slots_.zero(s.state_slot); break;
@@ -30,15 +71,37 @@ std::vector<float> ModelRunner::execute(const SchedulerOutput& step) {
     b.tokens = s.request->all_token_ids().subspan(static_cast<size_t>(s.start_position),
                                                   static_cast<size_t>(s.num_scheduled_tokens));
     b.pos0 = s.start_position;
-    b.gdn = slots_.refs(s.state_slot);
-    for (int l = 0; l < num_attention_layers_; ++l) b.kv.push_back(kv_.view(l, s.block_table, 1.0f, 1.0f));
+    const std::span<kernels::GdnStateRef> gdn(gdn_refs_.data() + i * G, G);
+    slots_.refs(s.state_slot, gdn);
+    b.gdn = gdn;
+    const std::span<kernels::KvView> kv(kv_views_.data() + i * A, A);
+    for (std::size_t l = 0; l < A; ++l) kv[l] = kv_.view(static_cast<int>(l), s.block_table, 1.0f, 1.0f);
+    b.kv = kv;
+    const std::size_t first_copy = copies_.size();
     for (const SnapshotPoint& p : step.snapshots_of(s)) {
-      b.copies.push_back(model::StateCopyPoint{p.after_tokens, snapshots_.refs(p.snapshot_id)});
+      const std::span<kernels::GdnStateRef> dst(copy_refs_.data() + copy_at * G, G);
+      snapshots_.refs(p.snapshot_id, dst);
+      ++copy_at;
+      copies_.push_back(model::StateCopyPoint{p.after_tokens, dst});
     }
+    b.copies = std::span<const model::StateCopyPoint>(copies_).subspan(first_copy, copies_.size() - first_copy);
     b.logits = s.needs_logits ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
-    batch.push_back(std::move(b));
+    b.sink_rows = s.prompt_logit_rows;
+    if (s.prompt_logit_rows > 0 && !prompt_rows) throw EngineLogicError("prompt logit rows without a sink");
+    batch_.push_back(b);
   }
-  std::vector<float> logits = model_->forward_batch(batch);
+  // copies_ may have grown past its reserve above (only then could its data move): fix the spans.
+  for (std::size_t i = 0, at = 0; i < batch_.size(); ++i) {
+    const std::size_t n = batch_[i].copies.size();
+    batch_[i].copies = std::span<const model::StateCopyPoint>(copies_).subspan(at, n);
+    at += n;
+  }
+  const model::LogitsRowSink sink = [&](std::size_t seq, int64_t first, int64_t count, const float* rows) {
+    const ScheduledRequest& s = step.scheduled[seq];
+    prompt_rows(s, s.start_position + static_cast<int>(first), static_cast<int>(count), rows);
+  };
+  const kernels::TensorView logits =
+      model_->forward_step(batch_, ws_, nullptr, prompt_rows ? sink : model::LogitsRowSink{});
   if (corrupt_gdn_state_.load(std::memory_order_relaxed)) {
     for (const ScheduledRequest& s : step.scheduled) slots_.zero(s.state_slot);
   }

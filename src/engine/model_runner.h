@@ -1,17 +1,25 @@
 // Turns a scheduler step into a model step: owns the memory behind the scheduler's ids (the paged
 // KV cache behind block ids, the GDN state arena behind slot ids, the snapshot arena behind snapshot
-// ids), prepares each request's state (zero, restore from a snapshot, continue), runs the forward
-// and returns the logits rows of the requests that sample this step.
+// ids) and the step workspace, all allocated through the model's backend at construction; prepares
+// each request's state (zero, restore from a snapshot, continue), runs the forward and returns a view
+// of the logits rows of the requests that sample this step; rows that score prompt tokens (prompt
+// logprobs) stream to a callback instead.
+//
+// Allocation: everything a step needs is reserved at construction for the step limits (max tokens
+// and sequences of a step), so execute() allocates nothing on the heap (tests/unit/engine
+// step_allocation_test counts).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/scheduler_output.h"
 #include "model/paged_kv_cache.h"
 #include "model/qwen3_5_moe.h"
 #include "model/state_arena.h"
+#include "model/step_workspace.h"
 
 namespace fp4serve::engine {
 
@@ -21,16 +29,28 @@ struct ModelRunnerConfig {
   kernels::KvDtype kv_dtype = kernels::KvDtype::kBf16;
   int num_state_slots = 0;
   int num_snapshots = 0;
+  // Step limits (the workspace's size): --max-num-batched-tokens, --max-num-seqs, --max-model-len.
+  int max_num_batched_tokens = 2048;
+  int max_num_seqs = 256;
+  int max_model_len = 0;
 };
 
 class ModelRunner {
  public:
   ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerConfig& config);
 
-  // Logits rows ([rows, vocab]) of the scheduled requests with needs_logits, in their order.
-  std::vector<float> execute(const SchedulerOutput& step);
+  // Receives the rows that score prompt tokens (ScheduledRequest::prompt_logit_rows), a block at a
+  // time: `rows` is [count, vocab], the rows of positions first .. first + count - 1 of s.request.
+  using PromptRowSink =
+      std::function<void(const ScheduledRequest& s, int first_position, int count, const float* rows)>;
+
+  // Logits rows ([rows, vocab] f32, device memory of the model's backend) of the scheduled requests
+  // with needs_logits, in their order; valid until the next execute(). prompt_rows is required when a
+  // scheduled request has prompt_logit_rows.
+  kernels::TensorView execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows = {});
 
   const model::Qwen35MoeModel& model() const { return *model_; }
+  const model::StepWorkspace& workspace() const { return ws_; }
   // Fault injection for the canary's proof (issue 7): while on, the GDN state (recurrent and conv) of
   // every sequence in a step is zeroed after the step, i.e. each step resumes from a lost state --
   // what a prefix-cache or slot bug in a hybrid model does. Set from another thread (HTTP).
@@ -40,9 +60,17 @@ class ModelRunner {
   const model::Qwen35MoeModel* model_;
   ModelRunnerConfig config_;
   int num_attention_layers_ = 0;
+  int num_gdn_layers_ = 0;
   model::PagedKvCache kv_;
   model::GdnStateArena slots_;
   model::GdnStateArena snapshots_;
+  model::StepWorkspace ws_;
+  // A step's descriptors, built in storage reserved at construction.
+  std::vector<model::BatchSequence> batch_;
+  std::vector<kernels::KvView> kv_views_;          // max_num_seqs x attention layers
+  std::vector<kernels::GdnStateRef> gdn_refs_;     // max_num_seqs x GDN layers
+  std::vector<model::StateCopyPoint> copies_;
+  std::vector<kernels::GdnStateRef> copy_refs_;    // copies x GDN layers
   std::atomic<bool> corrupt_gdn_state_{false};
 };
 

@@ -67,6 +67,12 @@ class Request {
   int num_cached_tokens = -1;
   int num_preemptions = 0;
 
+  // Prompt logprobs are asked for and not yet computed: the scheduler skips the prefix-cache
+  // lookup (vLLM skip_reading_prefix_cache: every prompt row must be computed; the request still
+  // fills the cache) and asks the model for the logits rows that score prompt tokens. Cleared once
+  // the prompt's last chunk ran, so a recompute after a later preemption reads the cache again.
+  bool prompt_logprobs_pending = false;
+
   // Opaque per-request payload of the layers above (the engine stores its SamplingParams,
   // output channel, ... here); the scheduler never looks inside.
   std::shared_ptr<void> user_data;

@@ -1,6 +1,6 @@
 // What the engine hands back for a request, step by step: per sequence (n > 1 has several) the new
 // tokens, the new text (detokenized on the engine thread, stop strings already applied), their
-// logprobs when asked, and, at the end, why it finished.
+// logprobs when asked (and the prompt's, with the first token), and, at the end, why it finished.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +22,9 @@ struct SequenceDelta {
   std::vector<std::int32_t> token_ids;    // tokens generated since the last delta
   std::string text;                       // text they complete (may be empty: held back bytes)
   std::vector<SampleLogprobs> logprobs;   // one per token, when the request asked for logprobs
+  // With the sequence's first token, when the request asked for prompt_logprobs (every sequence
+  // of an n > 1 request computes its own, as vLLM's child requests do).
+  std::optional<PromptLogprobs> prompt_logprobs;
   // "stop", "length" or "abort" once this sequence is finished; empty while it runs.
   std::string finish_reason;
   StopReason stop_reason;
@@ -37,6 +40,9 @@ struct RequestOutput {
   // Set when the engine ends the request for a reason of its own (shutdown drain, internal error):
   // the server sends it as the final error chunk / 500 body.
   std::optional<std::string> error;
+  // The error is the shutdown drain ending the request (--shutdown-timeout passed), not a fault: the
+  // server says so instead of "Internal server error".
+  bool error_is_shutdown = false;
 };
 
 }  // namespace fp4serve::engine

@@ -33,6 +33,7 @@ SampleOutput sample_row(const SampleInput& in, std::size_t valid_vocab,
   const std::span<float> row = in.logits.first(valid_vocab);
 
   // Processors that can change the argmax, on the raw logits (vLLM apply_logits_processors).
+  apply_bad_words(row, p, in.output_ids, ws.edits);
   apply_min_tokens(row, p, in.output_ids.size(), eos_ids, ws.edits);
   apply_logit_bias(row, p, ws.edits);
   apply_penalties(row, p, in.prompt_ids, in.output_ids, ws.penalties, ws.edits);

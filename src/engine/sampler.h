@@ -1,7 +1,7 @@
 // The sampler: one token (and, when asked, its logprobs) per logits row, with vLLM V1's semantics
 // and order (vllm/v1/sample/sampler.py):
 //   raw logits -> [logprobs of the raw logits, logprobs_mode "raw_logprobs"]
-//   -> min_tokens mask -> logit_bias -> repetition/frequency/presence penalties
+//   -> bad_words -> min_tokens mask -> logit_bias -> repetition/frequency/presence penalties
 //   -> greedy argmax (temperature < 1e-5), or temperature -> min_p -> top-k -> top-p -> draw.
 // See sampler_processors.h and sampler_selection.h for each stage.
 //

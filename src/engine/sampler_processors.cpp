@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "engine/bad_words.h"
+
 namespace fp4serve::engine {
 
 namespace {
@@ -12,6 +14,15 @@ bool in_row(std::span<float> row, int64_t token) {
   return token >= 0 && token < static_cast<int64_t>(row.size());
 }
 }  // namespace
+
+void apply_bad_words(std::span<float> row, const SamplingParams& params,
+                     std::span<const int32_t> output_ids, LogitsEditLog& log) {
+  if (params.bad_words_token_ids.empty()) return;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int32_t id : banned_next_tokens(params.bad_words_token_ids, output_ids)) {
+    if (in_row(row, id)) log.set(row, id, kNegInf);
+  }
+}
 
 void apply_min_tokens(std::span<float> row, const SamplingParams& params, std::size_t num_output,
                       std::span<const int64_t> model_eos_ids, LogitsEditLog& log) {

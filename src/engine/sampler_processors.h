@@ -1,12 +1,14 @@
 // The logits processors vLLM V1 applies to the raw logits before sampling, in its order
 // (vllm/v1/sample/sampler.py apply_logits_processors; BUILTIN_LOGITS_PROCESSORS):
+//   0. bad_words: -inf for the last token of each bad-word sequence the output is one token short
+//      of (bad_words.h);
 //   1. min_tokens: the stop tokens (request stop_token_ids + the model's EOS ids) get -inf while
 //      fewer than min_tokens tokens have been generated (MinTokensLogitsProcessor);
 //   2. logit_bias: bias added to the token's logit (LogitBiasLogitsProcessor);
 //   3. penalties (vllm/model_executor/layers/utils.py apply_penalties): repetition on every token
 //      of prompt or output (positive logits divided by it, others multiplied), then frequency
 //      (times the token's count in the output), then presence (once if in the output).
-// All three touch a few tokens only, so they edit the row in place and log each original value;
+// All of them touch a few tokens only, so they edit the row in place and log each original value;
 // undo() puts the raw row back (the logprobs are computed from raw logits, and the caller's
 // buffer is left as it came).
 #pragma once
@@ -46,6 +48,10 @@ struct PenaltyScratch {
   std::vector<uint32_t> counts;  // bit 31: token is in the prompt; bits 0..30: count in the output
   std::vector<int32_t> touched;
 };
+
+// bad_words: -inf on banned_next_tokens(params.bad_words_token_ids, output_ids).
+void apply_bad_words(std::span<float> row, const SamplingParams& params,
+                     std::span<const int32_t> output_ids, LogitsEditLog& log);
 
 // min_tokens: mask `stop_ids` (already the union of the request's and the model's) when
 // num_output < min_tokens. Ids outside the row are ignored.

@@ -24,6 +24,11 @@ std::string py_list(const std::vector<int64_t>& ids) {
   return out + "]";
 }
 
+// Python's repr of a list of str: "['a', 'b']".
+std::string py_string_list(const std::vector<std::string>& items) {
+  return jinja::py_repr(jinja::Value::from_json(nlohmann::ordered_json(items)));
+}
+
 std::optional<SamplingParamsError> fail(std::string message, std::string parameter = {}) {
   return SamplingParamsError{std::move(message), std::move(parameter)};
 }
@@ -87,8 +92,19 @@ std::optional<SamplingParamsError> verify_args(const SamplingParams& p,
     return fail("logprobs must be non-negative or -1, got " + std::to_string(*p.logprobs) + ".",
                 "logprobs");
   }
+  if (p.prompt_logprobs && *p.prompt_logprobs != -1 && *p.prompt_logprobs < 0) {
+    return fail("prompt_logprobs must be non-negative or -1, got " +
+                    std::to_string(*p.prompt_logprobs) + ".",
+                "prompt_logprobs");
+  }
   for (const std::string& s : p.stop) {
     if (s.empty()) return fail("stop cannot contain an empty string.");
+  }
+  for (const std::string& w : p.bad_words) {
+    if (w.empty()) {
+      return fail("bad_words cannot contain an empty string. Got bad_words=" +
+                  py_string_list(p.bad_words));
+    }
   }
   return std::nullopt;
 }
@@ -103,6 +119,14 @@ std::optional<SamplingParamsError> verify_against_model(const SamplingParams& p,
       return fail("Requested sample logprobs of " + std::to_string(requested) +
                       ", which is greater than max allowed: " + std::to_string(max_logprobs),
                   "logprobs");
+    }
+  }
+  if (p.prompt_logprobs && *p.prompt_logprobs != 0) {
+    const int64_t requested = *p.prompt_logprobs == -1 ? limits.vocab_size : *p.prompt_logprobs;
+    if (requested > max_logprobs) {
+      return fail("Requested prompt logprobs of " + std::to_string(requested) +
+                      ", which is greater than max allowed: " + std::to_string(max_logprobs),
+                  "prompt_logprobs");
     }
   }
   if (!p.logit_bias.empty()) {
@@ -143,6 +167,14 @@ std::optional<SamplingParamsError> prepare_sampling_params(SamplingParams& p,
       if (seen.insert(id).second) unique.push_back(id);
     }
     p.stop_token_ids = std::move(unique);
+  }
+  {
+    std::unordered_set<std::string> seen;
+    std::vector<std::string> unique;
+    for (std::string& w : p.bad_words) {
+      if (seen.insert(w).second) unique.push_back(std::move(w));
+    }
+    p.bad_words = std::move(unique);
   }
   if (auto err = verify_args(p, limits)) return err;
   if (p.greedy()) {

@@ -18,6 +18,7 @@ inline constexpr double kMinRandomTemperature = 1e-2;    // _MAX_TEMP: 0 < T < t
 inline constexpr int64_t kDefaultMaxNSequences = 16384;  // VLLM_MAX_N_SEQUENCES default
 inline constexpr int64_t kDefaultMaxLogprobs = 20;       // --max-logprobs default
 inline constexpr double kLogitBiasClamp = 100.0;         // from_optional clamps biases to +-100
+inline constexpr int64_t kMaxNumBadWords = 128;          // VLLM_MAX_NUM_BAD_WORDS default
 
 struct SamplingParams {
   int64_t n = 1;
@@ -37,7 +38,14 @@ struct SamplingParams {
   std::optional<int64_t> max_tokens = 16;
   int64_t min_tokens = 0;
   std::optional<int64_t> logprobs;  // top-N logprobs per generated token; -1 = whole vocabulary
+  // Top-N logprobs per prompt token (plus the token's own); -1 = whole vocabulary. Set, the
+  // request skips prefix-cache reads (vLLM skip_reading_prefix_cache) so every row is computed.
+  std::optional<int64_t> prompt_logprobs;
   std::map<int64_t, double> logit_bias;  // token id -> bias added to the logit
+  // Words never to complete; deduplicated by prepare_sampling_params, turned into token sequences
+  // by tokenize_bad_words (bad_words.h) into bad_words_token_ids, which the sampler enforces.
+  std::vector<std::string> bad_words;
+  std::vector<std::vector<int32_t>> bad_words_token_ids;
 
   bool greedy() const { return temperature < kSamplingEps; }
   bool has_penalties() const {

@@ -112,7 +112,10 @@ const SchedulerOutput& Scheduler::schedule() {
     while (!waiting_.empty() && budget > 0 &&
            static_cast<int>(running_.size()) < config_.max_num_seqs) {
       Request& r = *waiting_.front();
-      const PrefixHit hit = kv_.get_computed_blocks(r);
+      // A request that needs every prompt row computed does not read the cache (and is not
+      // counted as a query, as in vLLM).
+      const bool lookup = !r.prompt_logprobs_pending;
+      const PrefixHit hit = lookup ? kv_.get_computed_blocks(r) : PrefixHit{};
       int n = r.num_tokens() - hit.num_tokens;
       if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
       n = std::min(n, budget);
@@ -129,7 +132,7 @@ const SchedulerOutput& Scheduler::schedule() {
       r.num_computed_tokens = hit.num_tokens;
       if (r.num_cached_tokens < 0) r.num_cached_tokens = hit.num_tokens;
       r.res.state_slot = slot;
-      kv_.record_prefix_query(r.num_tokens(), hit.num_tokens);
+      if (lookup) kv_.record_prefix_query(r.num_tokens(), hit.num_tokens);
       StateInit init = StateInit::kZero;
       if (hit.num_tokens > 0 && snapshots_ != nullptr) {
         init = StateInit::kRestore;
@@ -161,6 +164,10 @@ void Scheduler::emit(Request& r, int num_tokens, std::size_t old_num_blocks, Sta
   s.state_init = init;
   s.restore_snapshot_id = restore_snapshot_id;
   s.needs_logits = s.start_position + num_tokens == r.num_tokens();
+  if (r.prompt_logprobs_pending) {
+    s.prompt_logit_rows =
+        std::max(0, std::min(s.start_position + num_tokens, r.num_prompt_tokens() - 1) - s.start_position);
+  }
   s.resumed = resumed;
   s.snapshot_begin = static_cast<int>(output_.snapshot_points.size());
   plan_snapshots(r, s.start_position, s.start_position + num_tokens);
@@ -227,6 +234,7 @@ const std::vector<StepResult>& Scheduler::update_from_output(std::span<const std
     }
     if (s.restore_snapshot_id >= 0) snapshots_->unpin(s.restore_snapshot_id);
     if (!s.needs_logits) continue;  // a prefill chunk short of the end: nothing sampled
+    r.prompt_logprobs_pending = false;  // every prompt row has been computed by now
 
     const std::int32_t token = sampled_tokens[i];
     r.append_output_token(token);

@@ -1,6 +1,6 @@
 // What one scheduler step hands to the model runner (vLLM SchedulerOutput, flattened): per scheduled
 // request the token range to run, its KV block table, its GDN state slot and how to initialise it,
-// whether its last row needs logits, and where to copy GDN state snapshots.
+// whether its last row needs logits (and which rows score prompt tokens), and where to copy GDN state snapshots.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +42,9 @@ struct ScheduledRequest {
   StateInit state_init = StateInit::kContinue;
   int restore_snapshot_id = -1;
   bool needs_logits = false;      // the step reaches the end of the known tokens: sample one
+  // Prompt logprobs: the logits rows of the first this many scheduled tokens score the prompt
+  // token after each (positions start .. start + n - 1 score tokens start + 1 .. start + n).
+  int prompt_logit_rows = 0;
   bool resumed = false;           // first step after a preemption (recompute)
   int snapshot_begin = 0;         // range in SchedulerOutput::snapshot_points, in token order
   int snapshot_count = 0;

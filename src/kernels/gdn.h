@@ -27,6 +27,12 @@ struct GdnDims {
   int64_t state_elems() const { return static_cast<int64_t>(Hv) * dk * dv; }
 };
 
+// Where one sequence's state of one GDN layer lives (device memory of the backend that allocated it).
+struct GdnStateRef {
+  uint16_t* conv = nullptr;  // [Kc-1, conv_dim] bf16 raw inputs, oldest first
+  float* ssm = nullptr;      // [Hv, dk, dv] fp32
+};
+
 // Causal depthwise conv over time + SiLU, continuing from `state`; the same call serves decode
 // (T = 1) and prefill (any T; a fresh sequence has a zero state = HF's zero padding).
 //   pre[t,c] = sum_{j<Kc} w[c,j] * X[t-(Kc-1)+j, c]   (fp32 fma chain in j order; X[<0] from state)

@@ -100,6 +100,20 @@ WeightView int4_gptq_weight(const int32_t* qweight, const uint16_t* scales_f16, 
   return w;
 }
 
+std::vector<std::span<const std::byte>> weight_source_bytes(const WeightView& v) {
+  auto span = [](const void* p, int64_t n) {
+    return std::span<const std::byte>(static_cast<const std::byte*>(p), static_cast<size_t>(n));
+  };
+  switch (v.format) {
+    case WeightFormat::kBf16: return {span(v.data, v.n * v.ld * 2)};
+    case WeightFormat::kFp8Tensor: return {span(v.data, v.n * v.ld)};
+    case WeightFormat::kFp8Block:
+      return {span(v.data, v.n * v.ld), span(v.scales, (v.n + 127) / 128 * v.scale_ld * (v.scales_bf16 ? 2 : 4))};
+    case WeightFormat::kNvfp4: return {span(v.data, v.n * v.ld / 2), span(v.scales, v.n * v.scale_ld)};
+    default: return {};  // INT4: a column slice of the GPTQ layout is not one range (kept, as before)
+  }
+}
+
 WeightView slice_rows(const WeightView& w, int64_t r0, int64_t rows) {
   const std::string what = std::string(weight_format_name(w.format)) + " weight slice";
   require(r0 >= 0 && rows > 0 && r0 + rows <= w.n, what,

@@ -16,7 +16,9 @@
 //                  fp32 scales [N, K/group] -- the fast layout.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -78,6 +80,10 @@ struct Int4Packed {
   WeightView view() const;
 };
 Int4Packed int4_repack(const WeightView& gptq);
+
+// The host bytes a view reads (its data and, for the scaled formats, its scales): what a backend that
+// copied the weight can release.
+std::vector<std::span<const std::byte>> weight_source_bytes(const WeightView& w);
 
 // Reference dequantization of rows [r0, r1) to fp32 [rows, k] (the semantics above; tests and
 // slow paths use it). For kFp8Tensor and kNvfp4 the tensor_scale is NOT applied (it belongs to the

@@ -1,6 +1,5 @@
 #include "model/model_weights.h"
 
-#include <chrono>
 #include <cstddef>
 #include <span>
 #include <cstring>
@@ -8,13 +7,12 @@
 
 #include "checkpoint/checkpoint_error.h"
 #include "kernels/bf16.h"
-#include "kernels/cpu/kernel_table.h"
-#include "kernels/packed_weight.h"
 #include "tensor/float_formats.h"
 
 namespace fp4serve::model {
 namespace {
 
+using kernels::TensorView;
 using kernels::WeightView;
 
 // Values of a small float tensor (any float dtype) rounded to bf16, as HF holds them in a bf16 model.
@@ -54,46 +52,28 @@ const uint16_t* as_bf16(const LoadedCheckpoint& ck, const std::string& name, std
   return buf->data();
 }
 
-// The checkpoint bytes a linear's view reads (its data and, for the scaled formats, its scales).
-std::vector<std::span<const std::byte>> source_bytes(const WeightView& v) {
-  auto span = [](const void* p, int64_t n) {
-    return std::span<const std::byte>(static_cast<const std::byte*>(p), static_cast<size_t>(n));
-  };
-  switch (v.format) {
-    case kernels::WeightFormat::kBf16: return {span(v.data, v.n * v.ld * 2)};
-    case kernels::WeightFormat::kFp8Tensor: return {span(v.data, v.n * v.ld)};
-    case kernels::WeightFormat::kFp8Block:
-      return {span(v.data, v.n * v.ld), span(v.scales, (v.n + 127) / 128 * v.scale_ld * (v.scales_bf16 ? 2 : 4))};
-    case kernels::WeightFormat::kNvfp4: return {span(v.data, v.n * v.ld / 2), span(v.scales, v.n * v.scale_ld)};
-    default: return {};
-  }
-}
-
 class Binder {
  public:
-  Binder(const LoadedCheckpoint& ck, ModelWeights& w)
-      : ck_(ck), w_(w), pack_(kernels::cpu::active_table().linear_packed != nullptr) {
+  Binder(const LoadedCheckpoint& ck, ModelWeights& w, kernels::Backend& backend)
+      : ck_(ck), w_(w), backend_(backend),
+        release_([&ck](std::span<const std::byte> range) { ck.files().release_pages(range); }) {
     for (const auto& m : ck.plan().modules) modules_[m.path] = &m;
   }
 
-  // The view with its panels attached when the CPU tier runs panel kernels (packed_weight.h: one
-  // copy in the kernels' order, made once here). The checkpoint's pages of the weight are then
-  // dropped from the process (still readable: they fault back from the page cache, e.g. if a test
-  // switches to a tier that reads the plain view), so resident memory holds the weights once;
-  // `release` false keeps them (the tied lm_head: the embedding lookup reads the same bytes).
-  WeightView packed(WeightView v, bool release = true) {
-    if (!pack_ || !kernels::packable(v)) return v;
-    if (!w_.panel_arena) w_.panel_arena = std::make_shared<kernels::PanelArena>();
-    const auto t0 = std::chrono::steady_clock::now();
-    auto p = std::make_shared<kernels::PackedWeight>(kernels::pack_weight(v, w_.panel_arena.get()));
-    w_.pack_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    v = kernels::with_packed(v, *p);
-    w_.packed_bytes += p->size_bytes();
-    ++w_.packed_linears;
-    w_.owned.push_back(std::move(p));
-    if (release)
-      for (const auto& range : source_bytes(v)) ck_.files().release_pages(range);
-    return v;
+  // The backend's form of a linear. Once it has its own copy (the CPU's panels, a GPU upload) it
+  // may drop the checkpoint's pages of the weight: release_pages only touches the file mapping, so
+  // converted host copies are never released. `release` false keeps them (the tied lm_head: the
+  // embedding lookup reads the same bytes).
+  kernels::LinearHandle prepare(const WeightView& v, bool release = true) {
+    return backend_.prepare_linear(v, release ? release_ : kernels::ReleaseSource{});
+  }
+
+  // A bf16-rounded f32 parameter vector (norms, gating) as a device tensor.
+  TensorView params(const std::string& name) {
+    auto host = std::make_shared<std::vector<float>>(bf16_values(ck_, name));
+    w_.owned.push_back(host);
+    return backend_.prepare_tensor(
+        TensorView::contiguous(host->data(), DType::kF32, {static_cast<int64_t>(host->size())}));
   }
 
   const PlannedModule& module(const std::string& path) const {
@@ -103,9 +83,9 @@ class Binder {
   }
 
   // A linear [out, in] stored at `path` in the format the plan gives it.
-  WeightView linear(const std::string& path) {
+  kernels::LinearHandle linear(const std::string& path) {
     const PlannedModule& m = module(path);
-    return packed(linear_as(path, m.format, m.out_features, m.in_features));
+    return prepare(linear_as(path, m.format, m.out_features, m.in_features));
   }
 
   WeightView linear_as(const std::string& path, const WeightFormat& f, int64_t out, int64_t in) {
@@ -131,11 +111,9 @@ class Binder {
         const auto sc = ck_.tensor(p + "scales");
         if (sc.info->dtype != DType::kF16) throw CheckpointError(p + "scales", "INT4 scales must be F16");
         const int group = f.group_size > 0 ? f.group_size : static_cast<int>(in);
-        const WeightView gptq = kernels::int4_gptq_weight(ck_.tensor(p + "qweight").data<int32_t>(),
-                                                          sc.data<uint16_t>(), out, in, group, p + "qweight");
-        auto packed = std::make_shared<kernels::Int4Packed>(kernels::int4_repack(gptq));
-        w_.owned.push_back(packed);
-        return packed->view();
+        // The backend repacks INT4 into its own layout (the CPU's nibble rows) when it prepares it.
+        return kernels::int4_gptq_weight(ck_.tensor(p + "qweight").data<int32_t>(), sc.data<uint16_t>(), out, in,
+                                         group, p + "qweight");
       }
     }
     throw CheckpointError(path, "unknown weight format");
@@ -154,11 +132,15 @@ class Binder {
     g.in_proj_a = linear(p + "in_proj_a");
     g.out_proj = linear(p + "out_proj");
     const auto conv = bf16_values(ck_, p + "conv1d.weight");  // [C, 1, Kc] -> [C, Kc]
-    g.conv_weight.resize(conv.size());
-    for (size_t i = 0; i < conv.size(); ++i) g.conv_weight[i] = kernels::f32_to_bf16_bits(conv[i]);
-    g.dt_bias = bf16_values(ck_, p + "dt_bias");
-    g.a_log = bf16_values(ck_, p + "A_log");
-    g.norm_weight = bf16_values(ck_, p + "norm.weight");
+    auto conv_bf16 = std::make_shared<std::vector<uint16_t>>(conv.size());
+    for (size_t i = 0; i < conv.size(); ++i) (*conv_bf16)[i] = kernels::f32_to_bf16_bits(conv[i]);
+    w_.owned.push_back(conv_bf16);
+    const int64_t Kc = c.linear_conv_kernel_dim;
+    g.conv_weight = backend_.prepare_tensor(TensorView::contiguous(
+        conv_bf16->data(), DType::kBF16, {static_cast<int64_t>(conv.size()) / Kc, Kc}));
+    g.dt_bias = params(p + "dt_bias");
+    g.a_log = params(p + "A_log");
+    g.norm_weight = params(p + "norm.weight");
     (void)l;
   }
 
@@ -168,16 +150,19 @@ class Binder {
     a.k_proj = linear(p + "k_proj");
     a.v_proj = linear(p + "v_proj");
     a.o_proj = linear(p + "o_proj");
-    a.q_norm = bf16_values(ck_, p + "q_norm.weight");
-    a.k_norm = bf16_values(ck_, p + "k_norm.weight");
+    a.q_norm = params(p + "q_norm.weight");
+    a.k_norm = params(p + "k_norm.weight");
     a.k_scale = f32_scalar(ck_, p + "k_proj.k_scale", 1.0f);
     a.v_scale = f32_scalar(ck_, p + "v_proj.v_scale", 1.0f);
   }
 
-  void bind_moe(const std::string& lp, kernels::MoeWeights& moe) {
+  // Host views of the block's weights, prepared by the backend as one MoE.
+  kernels::MoeHandle bind_moe(const std::string& lp) {
     const ModelConfig& c = ck_.config();
     const std::string p = lp + "mlp.";
-    moe.router = linear(p + "gate");
+    kernels::MoeWeights moe;
+    const PlannedModule& router = module(p + "gate");
+    moe.router = linear_as(p + "gate", router.format, router.out_features, router.in_features);
     moe.top_k = static_cast<int>(c.num_experts_per_tok);
     const int64_t E = c.num_experts, I = c.moe_intermediate_size, H = c.hidden_size;
     const PlannedModule& experts = module(p + "experts");
@@ -189,58 +174,67 @@ class Binder {
       const WeightView dn = kernels::bf16_weight(as_bf16(ck_, p + "experts.down_proj", w_.owned), E * H, I,
                                                  p + "experts.down_proj");
       for (int64_t e = 0; e < E; ++e) {
-        moe.experts[e].gate = packed(kernels::slice_rows(gu, e * 2 * I, I));
-        moe.experts[e].up = packed(kernels::slice_rows(gu, e * 2 * I + I, I));
-        moe.experts[e].down = packed(kernels::slice_rows(dn, e * H, H));
+        moe.experts[e].gate = kernels::slice_rows(gu, e * 2 * I, I);
+        moe.experts[e].up = kernels::slice_rows(gu, e * 2 * I + I, I);
+        moe.experts[e].down = kernels::slice_rows(dn, e * H, H);
       }
     } else {
       for (int64_t e = 0; e < E; ++e) {
         const std::string ep = p + "experts." + std::to_string(e) + ".";
-        moe.experts[e].gate = packed(linear_as(ep + "gate_proj", experts.format, I, H));
-        moe.experts[e].up = packed(linear_as(ep + "up_proj", experts.format, I, H));
-        moe.experts[e].down = packed(linear_as(ep + "down_proj", experts.format, H, I));
+        moe.experts[e].gate = linear_as(ep + "gate_proj", experts.format, I, H);
+        moe.experts[e].up = linear_as(ep + "up_proj", experts.format, I, H);
+        moe.experts[e].down = linear_as(ep + "down_proj", experts.format, H, I);
       }
     }
     moe.has_shared = c.shared_expert_intermediate_size > 0;
     if (moe.has_shared) {
-      moe.shared.gate = linear(p + "shared_expert.gate_proj");
-      moe.shared.up = linear(p + "shared_expert.up_proj");
-      moe.shared.down = linear(p + "shared_expert.down_proj");
-      moe.shared_gate = linear(p + "shared_expert_gate");
+      moe.shared.gate = host_linear(p + "shared_expert.gate_proj");
+      moe.shared.up = host_linear(p + "shared_expert.up_proj");
+      moe.shared.down = host_linear(p + "shared_expert.down_proj");
+      moe.shared_gate = host_linear(p + "shared_expert_gate");
     }
+    return backend_.prepare_moe(moe, release_);
+  }
+
+  WeightView host_linear(const std::string& path) {
+    const PlannedModule& m = module(path);
+    return linear_as(path, m.format, m.out_features, m.in_features);
   }
 
  private:
   const LoadedCheckpoint& ck_;
   ModelWeights& w_;
-  bool pack_;
+  kernels::Backend& backend_;
+  const kernels::ReleaseSource release_;
   std::unordered_map<std::string, const PlannedModule*> modules_;
 };
 
 }  // namespace
 
-ModelWeights bind_model_weights(const LoadedCheckpoint& ck) {
+ModelWeights bind_model_weights(const LoadedCheckpoint& ck, kernels::Backend& backend) {
   const ModelConfig& c = ck.config();
   ModelWeights w;
-  Binder b(ck, w);
-  w.embed_tokens = as_bf16(ck, c.tensor_prefix + "embed_tokens.weight", w.owned);
+  Binder b(ck, w, backend);
+  const uint16_t* embed = as_bf16(ck, c.tensor_prefix + "embed_tokens.weight", w.owned);
+  w.embed_tokens = backend.prepare_tensor(
+      TensorView::contiguous(const_cast<uint16_t*>(embed), DType::kBF16, {c.vocab_size, c.hidden_size}));
   w.layers.resize(static_cast<size_t>(c.num_hidden_layers));
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     LayerWeights& L = w.layers[static_cast<size_t>(l)];
     const std::string lp = c.layer_prefix(l);
     L.kind = c.layer_types[static_cast<size_t>(l)];
-    L.input_norm = bf16_values(ck, lp + "input_layernorm.weight");
-    L.post_norm = bf16_values(ck, lp + "post_attention_layernorm.weight");
+    L.input_norm = b.params(lp + "input_layernorm.weight");
+    L.post_norm = b.params(lp + "post_attention_layernorm.weight");
     if (L.kind == LayerKind::kFullAttention) {
       b.bind_attention(lp, L.attn);
     } else {
       b.bind_gdn(l, lp, L.gdn);
     }
-    b.bind_moe(lp, L.moe);
+    L.moe = b.bind_moe(lp);
   }
-  w.final_norm = bf16_values(ck, c.tensor_prefix + "norm.weight");
+  w.final_norm = b.params(c.tensor_prefix + "norm.weight");
   w.lm_head = c.tie_word_embeddings
-                  ? b.packed(kernels::bf16_weight(w.embed_tokens, c.vocab_size, c.hidden_size, "embed_tokens"), false)
+                  ? b.prepare(kernels::bf16_weight(embed, c.vocab_size, c.hidden_size, "embed_tokens"), false)
                   : b.linear("lm_head");
   w.gdn_dims.Hk = static_cast<int>(c.linear_num_key_heads);
   w.gdn_dims.Hv = static_cast<int>(c.linear_num_value_heads);

@@ -8,8 +8,8 @@ namespace {
 size_t elem_size(kernels::KvDtype dtype) { return dtype == kernels::KvDtype::kBf16 ? 2 : 1; }
 }  // namespace
 
-PagedKvCache::PagedKvCache(int num_attention_layers, int num_blocks, int block_size, int n_kv_heads, int head_dim,
-                           kernels::KvDtype dtype)
+PagedKvCache::PagedKvCache(kernels::Backend& backend, int num_attention_layers, int num_blocks, int block_size,
+                           int n_kv_heads, int head_dim, kernels::KvDtype dtype)
     : layers_(num_attention_layers),
       num_blocks_(num_blocks),
       block_size_(block_size),
@@ -17,15 +17,16 @@ PagedKvCache::PagedKvCache(int num_attention_layers, int num_blocks, int block_s
       head_dim_(head_dim),
       dtype_(dtype),
       layer_bytes_(static_cast<size_t>(num_blocks) * block_size * n_kv_heads * head_dim * elem_size(dtype)),
-      k_(layer_bytes_ * num_attention_layers),
-      v_(layer_bytes_ * num_attention_layers) {}
+      k_(backend.allocate(layer_bytes_ * num_attention_layers, "the KV cache (K)")),
+      v_(backend.allocate(layer_bytes_ * num_attention_layers, "the KV cache (V)")) {}
 
 uint64_t PagedKvCache::block_bytes(int num_attention_layers, int block_size, int n_kv_heads, int head_dim,
                                    kernels::KvDtype dtype) {
   return 2ull * num_attention_layers * block_size * n_kv_heads * head_dim * elem_size(dtype);
 }
 
-kernels::KvView PagedKvCache::view(int layer, std::span<const int32_t> block_table, float k_scale, float v_scale) {
+kernels::KvView PagedKvCache::view(int layer, std::span<const int32_t> block_table, float k_scale,
+                                   float v_scale) const {
   if (layer < 0 || layer >= layers_) {
     throw std::out_of_range("KV cache layer " + std::to_string(layer) + " of " + std::to_string(layers_));
   }
@@ -37,8 +38,8 @@ kernels::KvView PagedKvCache::view(int layer, std::span<const int32_t> block_tab
   }
   kernels::KvView kv;
   kv.dtype = dtype_;
-  kv.k = k_.data() + layer_bytes_ * static_cast<size_t>(layer);
-  kv.v = v_.data() + layer_bytes_ * static_cast<size_t>(layer);
+  kv.k = static_cast<uint8_t*>(k_.data()) + layer_bytes_ * static_cast<size_t>(layer);
+  kv.v = static_cast<uint8_t*>(v_.data()) + layer_bytes_ * static_cast<size_t>(layer);
   kv.block_size = block_size_;
   kv.block_table = block_table.data();
   kv.num_table_entries = static_cast<int64_t>(block_table.size());

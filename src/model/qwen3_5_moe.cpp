@@ -2,46 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <initializer_list>
 #include <stdexcept>
-#include <utility>
 #include <string>
-
-#include "kernels/activation.h"
-#include "kernels/bf16.h"
-#include "kernels/linear.h"
-#include "kernels/norm.h"
+#include <utility>
 
 namespace fp4serve::model {
 namespace {
 
-using Bf16 = std::vector<uint16_t>;
-
-// y = bf16(x @ W^T): an nn.Linear on bf16 activations (fp32 accumulate, one rounding).
-void project(const uint16_t* x, int64_t T, const kernels::WeightView& w, uint16_t* out, std::vector<float>& scratch) {
-  scratch.resize(static_cast<size_t>(T * w.n));
-  kernels::linear_bf16(x, T, w, scratch.data());
-  kernels::f32_to_bf16(scratch.data(), out, T * w.n);
-}
-
-// Several projections of the same bf16 x in ONE parallel region (linear_batch spreads all their
-// rows over the threads together): outs[i] = x @ W_i^T in fp32, the values linear_bf16 gives.
-void project_fp32(const uint16_t* x, int64_t T, std::initializer_list<std::pair<const kernels::WeightView*, float*>> outs) {
-  const int64_t K = outs.begin()->first->k;
-  thread_local std::vector<float> xf;
-  xf.resize(static_cast<size_t>(T * K));
-  kernels::bf16_to_f32(x, xf.data(), T * K);
-  std::vector<kernels::LinearJob> jobs;
-  for (const auto& [w, y] : outs) jobs.push_back({xf.data(), T, K, *w, y, w->n});
-  kernels::linear_batch(jobs);
-}
-
-// x = bf16(x + y): HF's bf16 residual add.
-void residual_add(uint16_t* x, const uint16_t* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    x[i] = kernels::f32_to_bf16_bits(kernels::bf16_bits_to_f32(x[i]) + kernels::bf16_bits_to_f32(y[i]));
-  }
-}
+using kernels::LinearOut;
+using kernels::TensorView;
 
 // Runs fn, adding its wall time to *acc when profiling (acc != nullptr); no clock read otherwise.
 template <class Fn>
@@ -55,112 +24,41 @@ void timed(double* acc, Fn&& fn) {
   *acc += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-struct StepLayout {
-  std::vector<int64_t> offset;  // per sequence: first row; back() = total rows
-  std::vector<int64_t> pos;     // per row: absolute position
-  int64_t rows() const { return offset.back(); }
-};
+// The T rows of a full-size workspace view (as a [T, ...] view).
+TensorView first(const TensorView& v, int64_t T) { return v.rows(0, T); }
 
-void gated_deltanet(const GatedDeltaNetWeights& g, const kernels::GdnDims& d, double eps, size_t layer_index,
-                    const std::vector<BatchSequence>& step, const StepLayout& L, const uint16_t* h, uint16_t* out) {
-  const int64_t T = L.rows(), C = d.conv_dim(), Vd = d.value_dim(), Hv = d.Hv;
-  std::vector<float> scratch;
-  Bf16 qkv_raw(static_cast<size_t>(T * C)), qkv(static_cast<size_t>(T * C)), z(static_cast<size_t>(T * Vd));
-  Bf16 core(static_cast<size_t>(T * Vd)), normed(static_cast<size_t>(T * Vd));
-  // The four input projections at once; b and a are handed to the gating as floats holding bf16 values.
-  std::vector<float> fqkv(static_cast<size_t>(T * C)), fz(static_cast<size_t>(T * Vd));
-  std::vector<float> a(static_cast<size_t>(T * Hv)), b(static_cast<size_t>(T * Hv));
-  project_fp32(h, T, {{&g.in_proj_qkv, fqkv.data()}, {&g.in_proj_z, fz.data()}, {&g.in_proj_b, b.data()},
-                      {&g.in_proj_a, a.data()}});
-  kernels::f32_to_bf16(fqkv.data(), qkv_raw.data(), T * C);
-  kernels::f32_to_bf16(fz.data(), z.data(), T * Vd);
-  kernels::round_bf16_inplace(b.data(), T * Hv);
-  kernels::round_bf16_inplace(a.data(), T * Hv);
-  std::vector<float> gate(static_cast<size_t>(T * Hv)), beta(static_cast<size_t>(T * Hv));
-  kernels::gdn_gating(a.data(), b.data(), g.a_log.data(), g.dt_bias.data(), T, Hv, gate.data(), beta.data());
-  for (size_t s = 0; s < step.size(); ++s) {
-    const int64_t r0 = L.offset[s], n = L.offset[s + 1] - r0;
-    if (n == 0) continue;
-    const GdnStateRef st = step[s].gdn.at(layer_index);
-    // Run the recurrence piecewise so the state can be copied out at each snapshot point; the
-    // recurrent form gives the same bits however the tokens are split.
-    int64_t done = 0;
-    auto run = [&](int64_t upto) {
-      if (upto <= done) return;
-      const int64_t a = r0 + done, m = upto - done;
-      kernels::gdn_conv1d(qkv_raw.data() + a * C, m, C, g.conv_weight.data(), d.conv_kernel, st.conv,
-                          qkv.data() + a * C);
-      kernels::gdn_recurrent(qkv.data() + a * C, m, d, gate.data() + a * Hv, beta.data() + a * Hv, st.ssm,
-                             core.data() + a * Vd);
-      done = upto;
-    };
-    for (const StateCopyPoint& p : step[s].copies) {
-      run(p.after_tokens);
-      const GdnStateRef dst = p.dst.at(layer_index);
-      std::copy_n(st.conv, d.conv_state_elems(), dst.conv);
-      std::copy_n(st.ssm, d.state_elems(), dst.ssm);
-    }
-    run(n);
-  }
-  kernels::rmsnorm_gated(core.data(), z.data(), T * Hv, d.dv, g.norm_weight.data(), static_cast<float>(eps),
-                         normed.data());
-  project(normed.data(), T, g.out_proj, out, scratch);
+// out = bf16(x @ W^T): an nn.Linear on bf16 activations (fp32 accumulate, one rounding); f32 is
+// scratch of out's shape.
+void project(kernels::Backend& be, const TensorView& x, const kernels::LinearHandle& w, const TensorView& f32,
+             const TensorView& out) {
+  const LinearOut o{w, f32};
+  be.linears(x, std::span<const LinearOut>(&o, 1));
+  be.to_bf16(f32, out);
 }
 
-void gated_attention(const GatedAttentionWeights& w, const ModelConfig& c, const kernels::RopeConfig& rope,
-                     size_t layer_index, const std::vector<BatchSequence>& step, const StepLayout& L,
-                     const uint16_t* h, uint16_t* out) {
-  const int64_t T = L.rows(), D = c.head_dim, Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
-  std::vector<float> scratch;
-  Bf16 qg(static_cast<size_t>(T * Hq * 2 * D)), q(static_cast<size_t>(T * Hq * D)), gate(q.size());
-  Bf16 k(static_cast<size_t>(T * Hkv * D)), v(k.size()), attn(q.size());
-  {
-    std::vector<float> fq(static_cast<size_t>(T * w.q_proj.n)), fk(static_cast<size_t>(T * w.k_proj.n)), fv(fk.size());
-    project_fp32(h, T, {{&w.q_proj, fq.data()}, {&w.k_proj, fk.data()}, {&w.v_proj, fv.data()}});
-    kernels::f32_to_bf16(fq.data(), qg.data(), T * w.q_proj.n);
-    kernels::f32_to_bf16(fk.data(), k.data(), T * w.k_proj.n);
-    kernels::f32_to_bf16(fv.data(), v.data(), T * w.v_proj.n);
-  }
-  // q_proj rows are per head [q (D) | gate (D)] (HF: view(..., -1, 2D) then chunk).
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t hh = 0; hh < Hq; ++hh) {
-      const uint16_t* src = qg.data() + (t * Hq + hh) * 2 * D;
-      std::copy(src, src + D, q.data() + (t * Hq + hh) * D);
-      std::copy(src + D, src + 2 * D, gate.data() + (t * Hq + hh) * D);
-    }
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  kernels::rmsnorm_1p(q.data(), T * Hq, D, w.q_norm.data(), eps, q.data());
-  kernels::rmsnorm_1p(k.data(), T * Hkv, D, w.k_norm.data(), eps, k.data());
-  kernels::apply_rope_text(q.data(), T, Hq, rope, L.pos.data());
-  kernels::apply_rope_text(k.data(), T, Hkv, rope, L.pos.data());
-  std::vector<kernels::AttentionSeq> seqs;
-  for (size_t s = 0; s < step.size(); ++s) {
-    const int64_t r0 = L.offset[s], n = L.offset[s + 1] - r0;
-    if (n == 0) continue;
-    kernels::KvView kv = step[s].kv.at(layer_index);
-    if (kv.n_kv_heads != Hkv || kv.head_dim != D) throw std::invalid_argument("KV view of the wrong head layout");
-    kv.k_scale = w.k_scale;  // the checkpoint's scales (1.0 when it has none, as vLLM)
-    kv.v_scale = w.v_scale;
-    kernels::kv_write(kv, k.data() + r0 * Hkv * D, v.data() + r0 * Hkv * D, n, step[s].pos0);
-    kernels::AttentionSeq a;
-    a.q = q.data() + r0 * Hq * D;
-    a.gate = gate.data() + r0 * Hq * D;
-    a.T = n;
-    a.pos0 = step[s].pos0;
-    a.kv = kv;
-    a.out = attn.data() + r0 * Hq * D;
-    seqs.push_back(a);
-  }
-  kernels::gated_attention(seqs, static_cast<int>(Hq));
-  project(attn.data(), T, w.o_proj, out, scratch);
+void copy_to_host(kernels::Backend& be, const TensorView& v, std::vector<uint16_t>& host) {
+  host.resize(static_cast<size_t>(v.numel()));
+  be.download(host.data(), v);
 }
 
 }  // namespace
 
 Qwen35MoeModel::Qwen35MoeModel(std::shared_ptr<const LoadedCheckpoint> checkpoint)
-    : ck_(std::move(checkpoint)), w_(bind_model_weights(*ck_)) {}
+    : Qwen35MoeModel(std::move(checkpoint), kernels::default_backend()) {}
+
+Qwen35MoeModel::Qwen35MoeModel(std::shared_ptr<const LoadedCheckpoint> checkpoint, kernels::Backend& backend)
+    : ck_(std::move(checkpoint)), backend_(&backend), w_(bind_model_weights(*ck_, backend)) {}
+
+Qwen35MoeModel::Qwen35MoeModel(std::shared_ptr<const LoadedCheckpoint> checkpoint,
+                               std::shared_ptr<kernels::Backend> backend)
+    : ck_(std::move(checkpoint)),
+      owned_backend_(std::move(backend)),
+      backend_(owned_backend_.get()),
+      w_(bind_model_weights(*ck_, *backend_)) {}
 
 SequenceState Qwen35MoeModel::new_sequence(int64_t capacity, kernels::KvDtype kv_dtype) const {
+  if (backend_->device() != kernels::Device::kCpu)
+    throw std::logic_error("new_sequence: contiguous host state needs a host-memory backend");
   const ModelConfig& c = config();
   SequenceState s;
   s.capacity = capacity;
@@ -181,56 +79,79 @@ SequenceState Qwen35MoeModel::new_sequence(int64_t capacity, kernels::KvDtype kv
 std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step,
                                            std::vector<std::vector<uint16_t>>* hidden_states) const {
   const ModelConfig& c = config();
+  // Views of each sequence's contiguous state, alive for the call.
+  std::vector<std::vector<GdnStateRef>> gdn(step.size());
+  std::vector<std::vector<kernels::KvView>> kv(step.size());
   std::vector<BatchSequence> batch;
   batch.reserve(step.size());
-  for (const StepSequence& s : step) {
-    SequenceState& st = *s.state;
-    if (st.length + static_cast<int64_t>(s.tokens.size()) > st.capacity) {
-      throw std::invalid_argument("sequence of " + std::to_string(st.length + s.tokens.size()) +
+  for (size_t i = 0; i < step.size(); ++i) {
+    SequenceState& st = *step[i].state;
+    if (st.length + static_cast<int64_t>(step[i].tokens.size()) > st.capacity) {
+      throw std::invalid_argument("sequence of " + std::to_string(st.length + step[i].tokens.size()) +
                                   " tokens exceeds its reserved capacity of " + std::to_string(st.capacity));
     }
-    BatchSequence b;
-    b.tokens = s.tokens;
-    b.pos0 = st.length;
-    b.logits = s.all_logits ? BatchSequence::Logits::kAll : BatchSequence::Logits::kLast;
-    for (size_t l = 0; l < st.conv.size(); ++l) b.gdn.push_back({st.conv[l].data(), st.ssm[l].data()});
+    for (size_t l = 0; l < st.conv.size(); ++l) gdn[i].push_back({st.conv[l].data(), st.ssm[l].data()});
     for (size_t l = 0; l < st.k.size(); ++l) {
-      kernels::KvView kv;
-      kv.dtype = st.kv_dtype;
-      kv.k = st.k[l].data();
-      kv.v = st.v[l].data();
-      kv.capacity = st.capacity;
-      kv.n_kv_heads = static_cast<int>(c.num_key_value_heads);
-      kv.head_dim = static_cast<int>(c.head_dim);
-      b.kv.push_back(kv);
+      kernels::KvView v;
+      v.dtype = st.kv_dtype;
+      v.k = st.k[l].data();
+      v.v = st.v[l].data();
+      v.capacity = st.capacity;
+      v.n_kv_heads = static_cast<int>(c.num_key_value_heads);
+      v.head_dim = static_cast<int>(c.head_dim);
+      kv[i].push_back(v);
     }
-    batch.push_back(std::move(b));
+    BatchSequence b;
+    b.tokens = step[i].tokens;
+    b.pos0 = st.length;
+    b.logits = step[i].all_logits ? BatchSequence::Logits::kAll : BatchSequence::Logits::kLast;
+    b.gdn = gdn[i];
+    b.kv = kv[i];
+    batch.push_back(b);
   }
   std::vector<float> logits = forward_batch(batch, hidden_states);
   for (const auto& s : step) s.state->length += static_cast<int64_t>(s.tokens.size());
   return logits;
 }
 
-std::vector<float> Qwen35MoeModel::forward_batch(const std::vector<BatchSequence>& step,
-                                                 std::vector<std::vector<uint16_t>>* hidden_states,
-                                                 StepProfile* profile) const {
-  std::vector<float> logits;
-  timed(profile ? &profile->total_s : nullptr, [&] { logits = forward_step(step, hidden_states, profile); });
-  if (profile) ++profile->steps;
-  return logits;
+kernels::StepLimits Qwen35MoeModel::limits_for(std::span<const BatchSequence> step) const {
+  kernels::StepLimits l;
+  l.max_seqs = static_cast<int64_t>(step.size());
+  for (const BatchSequence& s : step) {
+    const auto n = static_cast<int64_t>(s.tokens.size());
+    l.max_tokens += n;
+    l.max_logit_rows += s.logits == BatchSequence::Logits::kAll ? n : s.logits == BatchSequence::Logits::kLast ? 1 : 0;
+    l.max_context = std::max(l.max_context, s.pos0 + n);
+  }
+  return l;
 }
 
-std::vector<float> Qwen35MoeModel::forward_step(const std::vector<BatchSequence>& step,
-                                                std::vector<std::vector<uint16_t>>* hidden_states,
-                                                StepProfile* profile) const {
+std::vector<float> Qwen35MoeModel::forward_batch(const std::vector<BatchSequence>& step,
+                                                 std::vector<std::vector<uint16_t>>* hidden_states,
+                                                 StepProfile* profile, const LogitsRowSink& sink) const {
+  StepWorkspace ws(*backend_, config(), limits_for(step));
+  const TensorView logits = forward_step(step, ws, profile, sink, hidden_states);
+  std::vector<float> out(static_cast<size_t>(logits.numel()));
+  if (!out.empty()) backend_->download(out.data(), logits);
+  return out;
+}
+
+void Qwen35MoeModel::stage_inputs(std::span<const BatchSequence> step, StepWorkspace& ws) const {
   const ModelConfig& c = config();
-  const int64_t H = c.hidden_size, V = c.vocab_size;
-  StepLayout L;
-  L.offset.push_back(0);
-  std::vector<int32_t> ids;
+  const int64_t V = c.vocab_size;
   const size_t num_gdn = static_cast<size_t>(c.num_linear_attention_layers());
   const size_t num_attn = static_cast<size_t>(c.num_full_attention_layers());
-  for (const auto& s : step) {
+  int64_t T = 0;
+  for (const BatchSequence& s : step) T += static_cast<int64_t>(s.tokens.size());
+  if (T > ws.limits.max_tokens || static_cast<int64_t>(step.size()) > std::max<int64_t>(ws.limits.max_seqs, 0))
+    throw std::invalid_argument("step of " + std::to_string(T) + " tokens in " + std::to_string(step.size()) +
+                                " sequences exceeds the workspace's " + std::to_string(ws.limits.max_tokens) +
+                                " tokens / " + std::to_string(ws.limits.max_seqs) + " sequences");
+  ws.host_ids.clear();
+  ws.host_pos.clear();
+  ws.offsets.clear();
+  ws.offsets.push_back(0);
+  for (const BatchSequence& s : step) {
     if (s.gdn.size() != num_gdn || s.kv.size() != num_attn) {
       throw std::invalid_argument("step sequence with " + std::to_string(s.gdn.size()) + " GDN states and " +
                                   std::to_string(s.kv.size()) + " KV views for a model with " +
@@ -242,62 +163,216 @@ std::vector<float> Qwen35MoeModel::forward_step(const std::vector<BatchSequence>
         throw std::invalid_argument("token id " + std::to_string(id) + " is outside the model's vocabulary of " +
                                     std::to_string(V));
       }
-      ids.push_back(id);
-      L.pos.push_back(s.pos0 + static_cast<int64_t>(i));
+      ws.host_ids.push_back(id);
+      ws.host_pos.push_back(s.pos0 + static_cast<int64_t>(i));
     }
-    L.offset.push_back(static_cast<int64_t>(ids.size()));
+    ws.offsets.push_back(static_cast<int64_t>(ws.host_ids.size()));
   }
-  const int64_t T = L.rows();
-  Bf16 x(static_cast<size_t>(T * H)), h(x.size()), mixed(x.size());
-  kernels::embedding_lookup(w_.embed_tokens, V, H, ids.data(), T, x.data());
-  if (hidden_states) hidden_states->assign(1, x);
-  const float eps = static_cast<float>(c.rms_norm_eps);
-  size_t gdn_index = 0, attn_index = 0;
-  for (const LayerWeights& layer : w_.layers) {
-    kernels::rmsnorm_1p(x.data(), T, H, layer.input_norm.data(), eps, h.data());
-    if (layer.kind == LayerKind::kFullAttention) {
-      timed(profile ? &profile->attention_s : nullptr,
-            [&] { gated_attention(layer.attn, c, w_.rope, attn_index++, step, L, h.data(), mixed.data()); });
-      if (profile) ++profile->attention_layers;
-    } else {
-      timed(profile ? &profile->gdn_s : nullptr, [&] {
-        gated_deltanet(layer.gdn, w_.gdn_dims, c.rms_norm_eps, gdn_index++, step, L, h.data(), mixed.data());
-      });
-      if (profile) ++profile->gdn_layers;
-    }
-    residual_add(x.data(), mixed.data(), T * H);
-    kernels::rmsnorm_1p(x.data(), T, H, layer.post_norm.data(), eps, h.data());
-    timed(profile ? &profile->moe_s : nullptr, [&] { kernels::moe_block(h.data(), T, layer.moe, mixed.data()); });
-    if (profile) ++profile->moe_blocks;
-    residual_add(x.data(), mixed.data(), T * H);
-    if (hidden_states) hidden_states->push_back(x);
+  if (T > 0) {
+    backend_->upload(first(ws.ids, T), ws.host_ids.data());
+    backend_->upload(first(ws.pos, T), ws.host_pos.data());
   }
-  if (hidden_states) {
-    // As transformers' output_hidden_states: the last entry is the final norm's output.
-    kernels::rmsnorm_1p(x.data(), T, H, w_.final_norm.data(), eps, hidden_states->back().data());
-  }
-  // Final norm and lm_head only on the rows that need logits (HF's logits_to_keep).
-  std::vector<int64_t> rows;
+}
+
+void Qwen35MoeModel::gated_deltanet(const LayerWeights& layer, size_t gdn_index, std::span<const BatchSequence> step,
+                                    StepWorkspace& ws, int64_t T) const {
+  kernels::Backend& be = *backend_;
+  const GatedDeltaNetWeights& g = layer.gdn;
+  const kernels::GdnDims& d = w_.gdn_dims;
+  const TensorView h = first(ws.h, T);
+  // The four input projections at once; b and a go to the gating as floats holding bf16 values.
+  const LinearOut outs[] = {{g.in_proj_qkv, first(ws.gdn_qkv_f32, T)},
+                            {g.in_proj_z, first(ws.gdn_z_f32, T)},
+                            {g.in_proj_b, first(ws.gdn_b, T)},
+                            {g.in_proj_a, first(ws.gdn_a, T)}};
+  be.linears(h, outs);
+  const TensorView qkv_raw = first(ws.gdn_qkv_raw, T), z = first(ws.gdn_z, T);
+  be.to_bf16(outs[0].out, qkv_raw);
+  be.to_bf16(outs[1].out, z);
+  be.round_bf16(outs[2].out);
+  be.round_bf16(outs[3].out);
+  const TensorView gate = first(ws.gdn_g, T), beta = first(ws.gdn_beta, T);
+  be.gdn_gating(outs[3].out, outs[2].out, g.a_log, g.dt_bias, gate, beta);
+  const TensorView qkv = first(ws.gdn_qkv, T), core = first(ws.gdn_core, T);
   for (size_t s = 0; s < step.size(); ++s) {
-    const int64_t r0 = L.offset[s], r1 = L.offset[s + 1];
-    if (r1 == r0) continue;
-    if (step[s].logits == BatchSequence::Logits::kAll) {
-      for (int64_t r = r0; r < r1; ++r) rows.push_back(r);
-    } else if (step[s].logits == BatchSequence::Logits::kLast) {
-      rows.push_back(r1 - 1);
+    const int64_t r0 = ws.offsets[s], n = ws.offsets[s + 1] - r0;
+    if (n == 0) continue;
+    kernels::GdnSeqDesc desc;
+    desc.state = step[s].gdn[gdn_index];
+    // Run the recurrence piecewise so the state can be copied out at each snapshot point; the
+    // recurrent form gives the same bits however the tokens are split.
+    int64_t done = 0;
+    auto run = [&](int64_t upto) {
+      if (upto <= done) return;
+      desc.seq = {r0 + done, upto - done, step[s].pos0 + done};
+      be.gdn_sequence(d, g.conv_weight, desc, qkv_raw, gate, beta, qkv, core);
+      done = upto;
+    };
+    for (const StateCopyPoint& p : step[s].copies) {
+      run(p.after_tokens);
+      be.state_copy(p.dst.subspan(gdn_index, 1), std::span<const GdnStateRef>(&desc.state, 1), d);
+    }
+    run(n);
+  }
+  const TensorView normed = first(ws.gdn_normed, T);
+  const int64_t Hv = d.Hv;
+  be.rmsnorm_gated(core.reshaped({T * Hv, d.dv}), z.reshaped({T * Hv, d.dv}), g.norm_weight,
+                   static_cast<float>(config().rms_norm_eps), normed.reshaped({T * Hv, d.dv}));
+  project(be, normed, g.out_proj, first(ws.out_f32, T), first(ws.mixed, T));
+}
+
+void Qwen35MoeModel::gated_attention(const LayerWeights& layer, size_t attn_index,
+                                     std::span<const BatchSequence> step, StepWorkspace& ws, int64_t T) const {
+  kernels::Backend& be = *backend_;
+  const GatedAttentionWeights& w = layer.attn;
+  const ModelConfig& c = config();
+  const int64_t D = c.head_dim, Hq = c.num_attention_heads, Hkv = c.num_key_value_heads;
+  const LinearOut outs[] = {{w.q_proj, first(ws.attn_qg_f32, T)},
+                            {w.k_proj, first(ws.attn_k_f32, T)},
+                            {w.v_proj, first(ws.attn_v_f32, T)}};
+  be.linears(first(ws.h, T), outs);
+  const TensorView qg = first(ws.attn_qg, T), q = first(ws.attn_q, T), k = first(ws.attn_k, T),
+                   v = first(ws.attn_v, T), gate = first(ws.attn_gate, T);
+  be.to_bf16(outs[0].out, qg);
+  be.to_bf16(outs[1].out, k);
+  be.to_bf16(outs[2].out, v);
+  // q_proj rows are per head [q (D) | gate (D)] (HF: view(..., -1, 2D) then chunk): two strided copies.
+  TensorView q_half = TensorView::contiguous(qg.data, DType::kBF16, {T * Hq, D}, qg.device);
+  q_half.stride[0] = 2 * D;
+  TensorView gate_half = q_half;
+  gate_half.data = static_cast<uint16_t*>(qg.data) + D;
+  be.copy(q.reshaped({T * Hq, D}), q_half);
+  be.copy(gate.reshaped({T * Hq, D}), gate_half);
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  be.rmsnorm(q.reshaped({T * Hq, D}), w.q_norm, eps, kernels::NormKind::kOnePlus, q.reshaped({T * Hq, D}));
+  be.rmsnorm(k.reshaped({T * Hkv, D}), w.k_norm, eps, kernels::NormKind::kOnePlus, k.reshaped({T * Hkv, D}));
+  const TensorView pos = first(ws.pos, T);
+  be.rope(q, pos, w_.rope);
+  be.rope(k, pos, w_.rope);
+  ws.attn_seqs.clear();
+  for (size_t s = 0; s < step.size(); ++s) {
+    const int64_t r0 = ws.offsets[s], n = ws.offsets[s + 1] - r0;
+    if (n == 0) continue;
+    kernels::AttentionSeqDesc desc;
+    desc.seq = {r0, n, step[s].pos0};
+    desc.kv = step[s].kv[attn_index];
+    if (desc.kv.n_kv_heads != Hkv || desc.kv.head_dim != D) throw std::invalid_argument("KV view of the wrong head layout");
+    desc.kv.k_scale = w.k_scale;  // the checkpoint's scales (1.0 when it has none, as vLLM)
+    desc.kv.v_scale = w.v_scale;
+    ws.attn_seqs.push_back(desc);
+  }
+  be.kv_write(ws.attn_seqs, k, v);
+  const TensorView out = first(ws.attn_out, T);
+  be.attention(ws.attn_seqs, q, gate, out);
+  project(be, out, w.o_proj, first(ws.out_f32, T), first(ws.mixed, T));
+}
+
+kernels::TensorView Qwen35MoeModel::forward_step(std::span<const BatchSequence> step, StepWorkspace& ws,
+                                                 StepProfile* profile, const LogitsRowSink& sink,
+                                                 std::vector<std::vector<uint16_t>>* hidden_states) const {
+  kernels::Backend& be = *backend_;
+  const ModelConfig& c = config();
+  const int64_t V = c.vocab_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  TensorView result;
+  timed(profile ? &profile->total_s : nullptr, [&] {
+    stage_inputs(step, ws);
+    const int64_t T = ws.offsets.back();
+    // Rows through the lm_head (HF's logits_to_keep).
+    ws.logit_rows.clear();
+    for (size_t s = 0; s < step.size(); ++s) {
+      const int64_t r0 = ws.offsets[s], r1 = ws.offsets[s + 1];
+      if (r1 == r0) continue;
+      if (step[s].logits == BatchSequence::Logits::kAll) {
+        for (int64_t r = r0; r < r1; ++r) ws.logit_rows.push_back(r);
+      } else if (step[s].logits == BatchSequence::Logits::kLast) {
+        ws.logit_rows.push_back(r1 - 1);
+      }
+    }
+    const auto R = static_cast<int64_t>(ws.logit_rows.size());
+    if (R > ws.limits.max_logit_rows)
+      throw std::invalid_argument("step needs " + std::to_string(R) + " logits rows; the workspace holds " +
+                                  std::to_string(ws.limits.max_logit_rows));
+    if (T == 0) {
+      result = first(ws.logits, 0);
+      return;
+    }
+    const TensorView x = first(ws.x, T), h = first(ws.h, T), mixed = first(ws.mixed, T);
+    be.embedding(w_.embed_tokens, first(ws.ids, T), x);
+    if (hidden_states) {
+      hidden_states->assign(1, {});
+      copy_to_host(be, x, hidden_states->back());
+    }
+    size_t gdn_index = 0, attn_index = 0;
+    for (const LayerWeights& layer : w_.layers) {
+      be.rmsnorm(x, layer.input_norm, eps, kernels::NormKind::kOnePlus, h);
+      if (layer.kind == LayerKind::kFullAttention) {
+        timed(profile ? &profile->attention_s : nullptr,
+              [&] { gated_attention(layer, attn_index++, step, ws, T); });
+        if (profile) ++profile->attention_layers;
+      } else {
+        timed(profile ? &profile->gdn_s : nullptr, [&] { gated_deltanet(layer, gdn_index++, step, ws, T); });
+        if (profile) ++profile->gdn_layers;
+      }
+      be.residual_add(x, mixed);
+      be.rmsnorm(x, layer.post_norm, eps, kernels::NormKind::kOnePlus, h);
+      timed(profile ? &profile->moe_s : nullptr, [&] { be.moe(h, layer.moe, mixed); });
+      if (profile) ++profile->moe_blocks;
+      be.residual_add(x, mixed);
+      if (hidden_states) {
+        hidden_states->emplace_back();
+        copy_to_host(be, x, hidden_states->back());
+      }
+    }
+    if (hidden_states) {
+      // As transformers' output_hidden_states: the last entry is the final norm's output.
+      be.rmsnorm(x, w_.final_norm, eps, kernels::NormKind::kOnePlus, h);
+      copy_to_host(be, h, hidden_states->back());
+    }
+    timed(profile ? &profile->lm_head_s : nullptr, [&] { stream_sink_rows(step, ws, sink); });
+    result = first(ws.logits, R);
+    if (R == 0) return;
+    timed(profile ? &profile->lm_head_s : nullptr,
+          [&] { lm_head_rows(ws, ws.logit_rows, first(ws.picked, R), result); });
+    (void)V;
+  });
+  if (profile) ++profile->steps;
+  return result;
+}
+
+void Qwen35MoeModel::stream_sink_rows(std::span<const BatchSequence> step, StepWorkspace& ws,
+                                      const LogitsRowSink& sink) const {
+  const int64_t V = config().vocab_size;
+  for (size_t s = 0; s < step.size(); ++s) {
+    const int64_t n = std::min(step[s].sink_rows, ws.offsets[s + 1] - ws.offsets[s]);
+    if (n <= 0) continue;
+    if (!sink) throw std::invalid_argument("step sequence with sink rows but no logits row sink");
+    for (int64_t first_row = 0; first_row < n; first_row += kSinkBlockRows) {
+      const int64_t count = std::min(kSinkBlockRows, n - first_row);
+      ws.sink_rows.clear();
+      for (int64_t i = 0; i < count; ++i) ws.sink_rows.push_back(ws.offsets[s] + first_row + i);
+      const TensorView block = first(ws.sink_logits, count);
+      lm_head_rows(ws, ws.sink_rows, first(ws.sink_picked, count), block);
+      const float* rows = block.as<const float>();
+      if (block.device != kernels::Device::kCpu) {
+        backend_->download(ws.host_sink.data(), block);
+        rows = ws.host_sink.data();
+      }
+      sink(s, first_row, count, rows);
+      (void)V;
     }
   }
-  const int64_t R = static_cast<int64_t>(rows.size());
-  if (R == 0) return {};
-  std::vector<float> logits(static_cast<size_t>(R * V));
-  timed(profile ? &profile->lm_head_s : nullptr, [&] {
-    Bf16 last(static_cast<size_t>(R * H));
-    for (int64_t i = 0; i < R; ++i) std::copy_n(x.data() + rows[i] * H, H, last.data() + i * H);
-    kernels::rmsnorm_1p(last.data(), R, H, w_.final_norm.data(), eps, last.data());
-    kernels::linear_bf16(last.data(), R, w_.lm_head, logits.data());
-    kernels::round_bf16_inplace(logits.data(), R * V);  // HF returns bf16 logits
-  });
-  return logits;
+}
+
+void Qwen35MoeModel::lm_head_rows(const StepWorkspace& ws, std::span<const int64_t> rows, const TensorView& picked,
+                                  const TensorView& logits) const {
+  kernels::Backend& be = *backend_;
+  const int64_t T = ws.offsets.back();
+  be.gather_rows(first(ws.x, T), rows, picked);
+  be.rmsnorm(picked, w_.final_norm, static_cast<float>(config().rms_norm_eps), kernels::NormKind::kOnePlus, picked);
+  const LinearOut o{w_.lm_head, logits};
+  be.linears(picked, std::span<const LinearOut>(&o, 1));
+  be.round_bf16(logits);  // HF returns bf16 logits
 }
 
 }  // namespace fp4serve::model

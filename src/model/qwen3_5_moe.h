@@ -1,8 +1,8 @@
-// The Qwen3.5/3.6 MoE text model (model-arch.md section 2) on the CPU kernels: one step runs any
-// number of sequences, each with any number of new tokens (prefill chunks and decodes alike), and
-// returns the logits of the rows that need them. Every op is row- or sequence-local with a fixed
-// reduction order (kernels/), so a sequence's logits do not depend on what else is in the step, on
-// how its prompt was split into chunks, or on the thread count.
+// The Qwen3.5/3.6 MoE text model (docs/ARCHITECTURE.md, "The model") written once against the backend
+// seam (kernels/backend.h): one step runs any number of sequences, each with any number of new tokens
+// (prefill chunks and decodes alike), and returns the logits of the rows that need them. Every op is
+// row- or sequence-local, so a sequence's logits do not depend on what else is in the step or on how
+// its prompt was split into chunks (exactly so on the CPU backend; see its numerics contract).
 //
 // Numerics follow HF transformers in bf16: activations are rounded to bf16 wherever HF holds a bf16
 // tensor (every linear output, norms, residual adds), the GDN state and all reductions are fp32.
@@ -18,6 +18,7 @@
 #include "model/sequence_state.h"
 #include "model/step_batch.h"
 #include "model/step_profile.h"
+#include "model/step_workspace.h"
 
 namespace fp4serve::model {
 
@@ -29,12 +30,19 @@ struct StepSequence {
 
 class Qwen35MoeModel {
  public:
+  // On the process's default backend (kernels::default_backend(): the CPU on its best tier).
   explicit Qwen35MoeModel(std::shared_ptr<const LoadedCheckpoint> checkpoint);
+  // On `backend`, which prepares the weights and must outlive the model.
+  Qwen35MoeModel(std::shared_ptr<const LoadedCheckpoint> checkpoint, kernels::Backend& backend);
+  // On a backend the model co-owns (the serving path: the backend lives as long as the model).
+  Qwen35MoeModel(std::shared_ptr<const LoadedCheckpoint> checkpoint, std::shared_ptr<kernels::Backend> backend);
 
+  kernels::Backend& backend() const { return *backend_; }
   const ModelConfig& config() const { return ck_->config(); }
   const LoadedCheckpoint& checkpoint() const { return *ck_; }
   int64_t vocab_size() const { return config().vocab_size; }
 
+  // Contiguous host state for one sequence (tests and tools on a host-memory backend).
   SequenceState new_sequence(int64_t capacity, kernels::KvDtype kv_dtype = kernels::KvDtype::kBf16) const;
 
   // Runs the step and advances each state's length. Returns [rows, vocab] logits (fp32 holding the
@@ -50,18 +58,45 @@ class Qwen35MoeModel {
   // slot), positions start at pos0, snapshot copies are taken inside the step, and only the rows
   // asked for get logits ([rows, vocab], in sequence order). Lengths are the caller's to track.
   // profile (benchmarks): when given, the step's time by layer kind is added to it.
+  // sink: receives the sink_rows of each sequence (required when any sequence has some); each row
+  // is bit-identical to the same position's row returned by kAll.
+  // This form makes a workspace for the call and returns the logits in host memory (tests, tools).
   std::vector<float> forward_batch(const std::vector<BatchSequence>& step,
                                    std::vector<std::vector<uint16_t>>* hidden_states = nullptr,
-                                   StepProfile* profile = nullptr) const;
+                                   StepProfile* profile = nullptr, const LogitsRowSink& sink = {}) const;
+
+  // The serving form: every buffer comes from `ws` (sized for the step limits), nothing is
+  // allocated. Returns the logits rows [rows, vocab] f32 as a view of ws's device memory, valid until
+  // the next step on ws. Throws std::invalid_argument for a step beyond ws's limits.
+  kernels::TensorView forward_step(std::span<const BatchSequence> step, StepWorkspace& ws,
+                                   StepProfile* profile = nullptr, const LogitsRowSink& sink = {},
+                                   std::vector<std::vector<uint16_t>>* hidden_states = nullptr) const;
+
+  // The limits a workspace needs for exactly this step.
+  kernels::StepLimits limits_for(std::span<const BatchSequence> step) const;
+
+  // Rows per lm_head block for sink rows.
+  static constexpr int64_t kSinkBlockRows = StepWorkspace::kSinkBlockRows;
 
   const kernels::GdnDims& gdn_dims() const { return w_.gdn_dims; }
   const ModelWeights& weights() const { return w_; }
 
  private:
-  std::vector<float> forward_step(const std::vector<BatchSequence>& step,
-                                  std::vector<std::vector<uint16_t>>* hidden_states, StepProfile* profile) const;
+  // Token ids, positions and row offsets of the step into ws (checked against the vocabulary).
+  void stage_inputs(std::span<const BatchSequence> step, StepWorkspace& ws) const;
+  void gated_deltanet(const LayerWeights& layer, size_t gdn_index, std::span<const BatchSequence> step,
+                      StepWorkspace& ws, int64_t T) const;
+  void gated_attention(const LayerWeights& layer, size_t attn_index, std::span<const BatchSequence> step,
+                       StepWorkspace& ws, int64_t T) const;
+  // The sink rows of every sequence, block by block (kSinkBlockRows), to `sink`.
+  void stream_sink_rows(std::span<const BatchSequence> step, StepWorkspace& ws, const LogitsRowSink& sink) const;
+  // Final norm + lm_head of the given rows of ws.x into logits [rows, vocab] (picked: [rows, H] scratch).
+  void lm_head_rows(const StepWorkspace& ws, std::span<const int64_t> rows, const kernels::TensorView& picked,
+                    const kernels::TensorView& logits) const;
 
   std::shared_ptr<const LoadedCheckpoint> ck_;
+  std::shared_ptr<kernels::Backend> owned_backend_;
+  kernels::Backend* backend_;
   ModelWeights w_;
 };
 

@@ -2,36 +2,45 @@
 // is a test's contiguous SequenceState or the engine's pools (paged KV blocks, a GDN state slot).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/gdn.h"
 
 namespace fp4serve::model {
 
-// The conv and recurrent state of one GDN layer.
-struct GdnStateRef {
-  uint16_t* conv = nullptr;  // [Kc-1, conv_dim] bf16
-  float* ssm = nullptr;      // [Hv, dk, dv] fp32
-};
+using kernels::GdnStateRef;
 
 // "After the first after_tokens new tokens of this sequence, copy every GDN layer's state to dst"
 // (prefix-cache snapshots). The recurrent form splits at any token bit-identically, so the point
 // can fall anywhere inside the chunk.
 struct StateCopyPoint {
-  int64_t after_tokens = 0;          // 1 .. number of new tokens
-  std::vector<GdnStateRef> dst;      // per GDN layer
+  int64_t after_tokens = 0;               // 1 .. number of new tokens
+  std::span<const GdnStateRef> dst;       // per GDN layer
 };
 
+// Spans, not containers: the engine fills them from storage it reserved at start-up, so building a
+// step allocates nothing.
 struct BatchSequence {
-  std::span<const int32_t> tokens;    // new tokens, at positions pos0 ...
+  std::span<const int32_t> tokens;        // new tokens, at positions pos0 ...
   int64_t pos0 = 0;
-  std::vector<GdnStateRef> gdn;       // per GDN layer, in layer order
-  std::vector<kernels::KvView> kv;    // per attention layer; must cover pos0 + tokens.size() rows
-  std::vector<StateCopyPoint> copies; // ascending after_tokens
+  std::span<const GdnStateRef> gdn;       // per GDN layer, in layer order
+  std::span<const kernels::KvView> kv;    // per attention layer; must cover pos0 + tokens.size() rows
+  std::span<const StateCopyPoint> copies; // ascending after_tokens
   // Logit rows: none (a prefill chunk short of the prompt's end), the last token, or every token.
   enum class Logits : uint8_t { kNone, kLast, kAll } logits = Logits::kLast;
+  // The logits rows of the first sink_rows new tokens go to the step's LogitsRowSink (prompt
+  // logprobs), whatever `logits` says; they are not in the returned rows.
+  int64_t sink_rows = 0;
 };
+
+// Receives sink rows a block at a time, so a long prefill chunk never holds [tokens, vocab] floats
+// at once: `rows` is [count, vocab], rows of sequence `seq` (index in the step) for its new tokens
+// first .. first + count - 1. Called on the stepping thread, in sequence and token order.
+using LogitsRowSink = std::function<void(std::size_t seq, int64_t first, int64_t count, const float* rows)>;
 
 }  // namespace fp4serve::model

@@ -52,7 +52,7 @@ Verdict ask(const bench::BaseUrl& base, const bench::HeaderMap& headers, const C
   try {
     const auto r = bench::http_post_json(base, "/v1/chat/completions", body.dump(), headers);
     if (r.status != 200) {
-      v.problem = fmt::format("HTTP {}: {}", r.status, r.body.substr(0, 200));
+      v.problem = fmt::format("HTTP {}: {}", r.status, answer_preview(r.body, 200));
       return v;
     }
     const auto j = nlohmann::json::parse(r.body);
@@ -64,6 +64,9 @@ Verdict ask(const bench::BaseUrl& base, const bench::HeaderMap& headers, const C
     const std::string reasoning = text("reasoning").empty() ? text("reasoning_content") : text("reasoning");
     const std::string judged = thinking && !reasoning.empty() ? reasoning + "\n" + v.answer : v.answer;
     v.problem = check_problem(check, judged);
+    // With thinking on, the reasoning alone may be judged; say when the answer itself was empty.
+    if (!v.problem.empty() && is_blank(v.answer) && v.problem != "empty answer")
+      v.problem = "empty answer (reasoning only): " + v.problem;
   } catch (const std::exception& e) {
     v.problem = e.what();
   }
@@ -108,9 +111,12 @@ int run_canary(const CanaryArgs& a) {
       std::printf("PASS %s\n", v.label.c_str());
     } else {
       ++failed;
-      std::string shown = v.answer.substr(0, 120);
-      for (auto& ch : shown) if (ch == '\n') ch = ' ';
-      std::printf("FAIL %s: %s; answer: \"%s\"\n", v.label.c_str(), v.problem.c_str(), shown.c_str());
+      const std::string shown = answer_preview(v.answer);
+      if (is_blank(v.answer)) {
+        std::printf("FAIL %s: %s; the answer was empty\n", v.label.c_str(), v.problem.c_str());
+      } else {
+        std::printf("FAIL %s: %s; answer: \"%s\"\n", v.label.c_str(), v.problem.c_str(), shown.c_str());
+      }
     }
   }
   std::printf("canary: %zu checks, %d failed (%s at %s)\n", verdicts.size(), failed, model.c_str(), a.url.c_str());

@@ -3,6 +3,7 @@
 // without a server; canary.cpp sends the prompts.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,12 @@ std::string sanity_problem(const std::string& answer);
 
 // Why an answer fails a check ("" = pass): the sanity rules, then the expected substring.
 std::string check_problem(const CanaryCheck& check, const std::string& answer);
+
+// True when the text is empty or only whitespace.
+bool is_blank(const std::string& text);
+
+// The answer as a verdict line shows it: newlines as spaces, at most max_chars code points (never
+// cutting a UTF-8 sequence) with "..." when cut, and "(empty)" for a blank answer.
+std::string answer_preview(const std::string& answer, std::size_t max_chars = 120);
 
 }  // namespace fp4serve::tools

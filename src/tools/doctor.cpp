@@ -274,7 +274,8 @@ void register_doctor(CLI::App& app) {
   // serve's other flags: accepted, not checked (they cannot make a start fail).
   for (const char* o : {"--host", "--port", "--api-key", "--chat-template", "--default-chat-template-kwargs",
                         "--health-stall-timeout", "--shutdown-timeout", "--max-waiting-requests", "--max-logprobs",
-                        "--io-threads"})
+                        "--io-threads", "--max-connections", "--timeout-keep-alive", "--request-head-timeout",
+                        "--request-body-timeout"})
     cmd->add_option(o, a->ignored_text, "as serve (not checked)")->group("serve flags doctor does not check");
   cmd->add_option("--served-model-name", a->ignored_list, "as serve (not checked)")
       ->group("serve flags doctor does not check");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tokenizer/tokenizer_files.h"
@@ -119,7 +120,9 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   if (f.threads > 0) kernels::cpu::set_num_threads(f.threads);
   auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(model_path, LoadOptions{f.revision, true, true}));
   s.checkpoint = ck;
-  s.model = std::make_shared<model::Qwen35MoeModel>(ck);
+  // The CPU backend on this machine's best tier (FP4SERVE_CPU_ISA caps it); the model co-owns it.
+  auto backend = std::make_shared<kernels::cpu::CpuBackend>(kernels::cpu::active_isa());
+  s.model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
   const std::filesystem::path tok_path = f.tokenizer.empty() ? ck->directory() : std::filesystem::path(f.tokenizer);
   s.tokenizer = load_tokenizer(tok_path);
   s.tokenizer_dir = tokenizer_directory(tok_path).string();
@@ -176,15 +179,8 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   }
   if (const int32_t id = eos_token.empty() ? -1 : s.tokenizer->token_to_id(eos_token); id >= 0) c.eos_token_id = id;
   else if (!c.generation_eos_token_ids.empty()) c.eos_token_id = c.generation_eos_token_ids.front();
-  s.decisions.push_back(fmt::format("CPU backend: {} kernels, {} threads",
-                                    kernels::cpu::isa_name(kernels::cpu::active_isa()), kernels::cpu::num_threads()));
-  const model::ModelWeights& w = s.model->weights();
-  s.decisions.push_back(
-      w.packed_linears > 0
-          ? fmt::format("CPU weights: {} linears packed at load into 16-row panels for the {} kernels ({:.2f} GB, {:.1f} s)",
-                        w.packed_linears, kernels::cpu::isa_name(kernels::cpu::active_isa()),
-                        static_cast<double>(w.packed_bytes) / 1e9, w.pack_seconds)
-          : std::string("CPU weights: read in place from the checkpoint (this kernel tier has no panel layout)"));
+  s.decisions.push_back("Backend: " + s.model->backend().describe());
+  s.decisions.push_back(s.model->backend().weights_summary());
   return s;
 }
 

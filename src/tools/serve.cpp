@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "server/http/connection_limits.h"
 #include "server/http/http_server.h"
 #include "server/http/termination_signals.h"
 #include "server/metrics/stats_log_line.h"
@@ -52,6 +53,10 @@ struct ServeArgs {
   bool return_tokens_as_token_ids = false;
   bool enable_debug_endpoints = false;
   unsigned io_threads = 0;
+  std::size_t max_connections = 0;
+  double timeout_keep_alive = -1;  // < 0: VLLM_HTTP_TIMEOUT_KEEP_ALIVE, else 5 s
+  double request_head_timeout = 10.0;
+  double request_body_timeout = 60.0;
   std::string gpu_memory_utilization;
   EngineFlags engine;
   GpuFlags gpu;
@@ -160,6 +165,21 @@ void run_serve(ServeArgs a) {
   hc.host = a.host;
   hc.port = static_cast<unsigned short>(a.port);
   hc.io_threads = a.io_threads;
+  // vLLM raises the soft descriptor limit at start (set_ulimit); the connection cap follows it.
+  const std::size_t fd_limit = http::raise_open_file_limit();
+  hc.max_connections = http::resolve_max_connections(a.max_connections);
+  auto ms = [](double seconds) { return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)); };
+  double keep_alive = a.timeout_keep_alive;
+  if (keep_alive < 0) {
+    const char* env = std::getenv("VLLM_HTTP_TIMEOUT_KEEP_ALIVE");
+    keep_alive = env ? std::max(0.0, std::atof(env)) : 5.0;
+  }
+  hc.keep_alive_timeout = ms(keep_alive);
+  hc.request_head_timeout = ms(a.request_head_timeout);
+  hc.request_body_timeout = ms(a.request_body_timeout);
+  spdlog::info("HTTP: at most {} open connections (descriptor limit {}), request head within {:.0f} s, body within {:.0f} s",
+               hc.max_connections, fd_limit == 0 ? std::string("unlimited") : std::to_string(fd_limit),
+               a.request_head_timeout, a.request_body_timeout);
   if (!a.api_key.empty()) hc.api_keys.push_back(a.api_key);
   if (a.enable_log_requests || !a.disable_log_requests)
     hc.access_log = [](const http::AccessLogEntry& e) { spdlog::info("{}", http::uvicorn_style_access_line(e)); };
@@ -256,6 +276,18 @@ void register_serve(CLI::App& app) {
   cmd->add_flag("--enable-debug-endpoints", a->enable_debug_endpoints,
                 "POST /debug/stall and /debug/corrupt-gdn (tests and the canary's fault injection)");
   cmd->add_option("--io-threads", a->io_threads, "HTTP threads (default: min(4, cores))");
+  cmd->add_option("--max-connections", a->max_connections,
+                  "open connections at most (uvicorn's --limit-concurrency; default: the descriptor limit "
+                  "minus a reserve). Past it: idle connections are evicted, then 503 (/health still answers)");
+  cmd->add_option("--timeout-keep-alive", a->timeout_keep_alive,
+                  "seconds an idle keep-alive connection stays open (default: VLLM_HTTP_TIMEOUT_KEEP_ALIVE or 5)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--request-head-timeout", a->request_head_timeout,
+                  "seconds from a request's first byte to the end of its headers, else 408 (slow clients)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--request-body-timeout", a->request_body_timeout,
+                  "seconds from the end of a request's headers to the end of its body, else 408")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "(GPU only: refused on CPU)");
   add_engine_flags(*cmd, a->engine);
   add_gpu_flags(*cmd, a->gpu);

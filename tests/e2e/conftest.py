@@ -2,6 +2,7 @@
 real Qwen tokenizer and chat template), driven over HTTP by the official `openai` client and raw
 requests. Each server gets its own port and its own model cache directory under pytest's tmp."""
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -22,7 +23,7 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, args, cache_dir, env=None):
+    def __init__(self, args, cache_dir, env=None, nofile=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(cache_dir) / f"serve-{self.port}.log"
@@ -30,10 +31,12 @@ class Server:
                         VLLM_LOG_STATS_INTERVAL="1")
         full_env.update(env or {})
         self.log = open(self.log_path, "w")
+        # nofile: the server's descriptor limit (soft = hard, so it cannot raise it), for exhaustion tests.
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))) if nofile else None
         self.proc = subprocess.Popen(
             [str(BINARY), "serve", "--host", "127.0.0.1", "--port", str(self.port),
              "--kv-cache-memory", "256MiB", "--max-model-len", "2048", "--threads", "1", *args],
-            stdout=self.log, stderr=subprocess.STDOUT, env=full_env)
+            stdout=self.log, stderr=subprocess.STDOUT, env=full_env, preexec_fn=limit)
         deadline = time.time() + 120
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -79,8 +82,8 @@ def cache_dir(tmp_path_factory):
 def make_server(cache_dir):
     servers = []
 
-    def make(*args, env=None):
-        s = Server(list(args), cache_dir, env)
+    def make(*args, env=None, nofile=None):
+        s = Server(list(args), cache_dir, env, nofile)
         servers.append(s)
         return s
 

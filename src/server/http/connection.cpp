@@ -6,13 +6,12 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/field.hpp>
 
 #include "server/http/connection_exchange.h"
 #include "server/http/error_bodies.h"
-#include "server/http/request_target.h"
+#include "server/http/request_reader.h"
 #include "server/http/status_line.h"
 
 namespace fp4serve::http {
@@ -43,30 +42,35 @@ bool is_peer_gone(const error_code& ec) {
 
 }  // namespace
 
-Connection::Connection(std::shared_ptr<ServerContext> ctx, net::ip::tcp::socket socket)
+Connection::Connection(std::shared_ptr<ServerContext> ctx, net::ip::tcp::socket socket, bool overflow)
     : ctx_(std::move(ctx)),
       socket_(std::move(socket)),
       executor_(socket_.get_executor()),
       timer_(executor_),
       id_(ctx_->next_id.fetch_add(1)),
       remote_(endpoint_string(socket_)),
+      overflow_(overflow),
       buffer_(ctx_->config.max_header_bytes + kReadScratchBytes) {
   error_code ec;
   socket_.set_option(net::ip::tcp::no_delay(true), ec);  // SSE chunks are small and latency-bound
 }
 
-Connection::~Connection() = default;
-
-void Connection::start() {
-  {
+Connection::~Connection() {
+  // Every ending goes through close(), which unregisters; this keeps the count honest if one ever
+  // does not (a stale entry would hold a slot of the connection cap forever).
+  if (!closed_) {
     std::lock_guard lock(ctx_->mu);
-    ctx_->connections[id_] = weak_from_this();
+    if (ctx_->connections.erase(id_) > 0 && overflow_) --ctx_->overflow_connections;
   }
+}
+
+// The server registered the connection in ctx_->connections when it accepted it.
+void Connection::start() {
   if (ctx_->draining) {
     graceful_close();
     return;
   }
-  arm_wait_timer();
+  arm_idle_timer();
   do_read();
 }
 
@@ -114,38 +118,35 @@ void Connection::parse_buffered() {
   if (closed_ || lingering_ || exchange_) return;
   if (!parser_) {
     if (buffer_.size() == 0) {
-      arm_wait_timer();
+      arm_idle_timer();
       do_read();
       return;
     }
     parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(
-        std::min<std::size_t>(ctx_->config.max_header_bytes, UINT32_MAX)));
-    parser_->body_limit(ctx_->config.max_body_bytes);
-    parser_->eager(true);
+    configure_request_parser(*parser_, ctx_->config);
     continue_sent_ = false;
-    arm_timer(TimerPhase::request, ctx_->config.request_timeout);
+    set_phase(Phase::head);
+    arm_timer(TimerPhase::head, overflow_ ? std::min(kOverflowHeadTimeout, ctx_->config.request_head_timeout)
+                                          : ctx_->config.request_head_timeout);
   }
-  while (buffer_.size() > 0) {
-    error_code ec;
-    std::size_t used = parser_->put(buffer_.data(), ec);
-    buffer_.consume(used);
-    if (ec == bhttp::error::need_more) break;
-    if (ec) {
+  error_code ec;
+  switch (feed_request_parser(*parser_, buffer_, ec)) {
+    case ParseProgress::failed:
       on_parse_error(ec);
       return;
-    }
-    if (parser_->is_done()) {
+    case ParseProgress::done:
       dispatch_request();
       return;
-    }
-    if (used == 0) break;
+    case ParseProgress::need_more:
+      break;
   }
-  if (parser_->is_header_done()) maybe_send_continue();
-  if (buffer_.size() == buffer_.max_size()) {
-    // A header that does not fit the buffer: the parser would ask for more forever.
-    on_parse_error(bhttp::error::header_limit);
-    return;
+  if (parser_->is_header_done()) {
+    if (phase() == Phase::head) {
+      // The body gets its own deadline from here (a trickled body is a slow-loris too).
+      set_phase(Phase::body);
+      arm_timer(TimerPhase::body, ctx_->config.request_body_timeout);
+    }
+    maybe_send_continue();
   }
   do_read();
 }
@@ -184,24 +185,14 @@ void Connection::dispatch_request() {
   auto message = parser_->release();
   parser_.reset();
   cancel_timer();
+  set_phase(Phase::busy);
   request_done_at_ = std::chrono::steady_clock::now();
 
-  HttpRequest request;
-  request.method = std::string(message.method_string());
-  request.target = std::string(message.target());
-  split_target(request.target, request.path, request.query);
-  request.version = message.version();
-  request.keep_alive = message.keep_alive();
-  request.remote_address = remote_;
-  request.headers.reserve(std::distance(message.begin(), message.end()));
-  for (const auto& field : message) {
-    request.headers.push_back(Header{std::string(field.name_string()), std::string(field.value())});
-  }
-  request.body = boost::beast::buffers_to_string(message.body().data());
+  HttpRequest request = to_http_request(std::move(message), remote_);
   http10_ = request.version == 10;
   response_status_ = 0;
   response_body_bytes_ = 0;
-  response_keep_alive_ = request.keep_alive;
+  response_keep_alive_ = request.keep_alive && !overflow_;
 
   auto exchange = std::make_shared<ConnectionExchange>(shared_from_this(), std::move(request),
                                                        ctx_->next_id.fetch_add(1));
@@ -219,6 +210,20 @@ void Connection::run_handler(const std::shared_ptr<ConnectionExchange>& exchange
   if (ctx_->draining) {
     exchange->respond(HttpResponse{503, "application/json", {},
                                    envelope_error_body(503, "The server is shutting down")});
+    return;
+  }
+  if (overflow_ && std::find(ctx_->config.probe_paths.begin(), ctx_->config.probe_paths.end(), req.path) ==
+                       ctx_->config.probe_paths.end()) {
+    std::size_t open = 0;
+    {
+      std::lock_guard lock(ctx_->mu);
+      open = ctx_->connections.size();
+    }
+    exchange->respond(HttpResponse{
+        503, "application/json", {{"retry-after", "1"}},
+        envelope_error_body(503, "The server is at its connection limit (" + std::to_string(open) +
+                                     " open, at most " + std::to_string(ctx_->max_connections) +
+                                     "); retry later")});
     return;
   }
   if (!ctx_->auth.allows(req.method, req.path, req.header("authorization"))) {
@@ -401,6 +406,7 @@ void Connection::finish_response() {
     exchange_.reset();
     ctx_->log_access(entry);
   }
+  set_phase(Phase::idle);
   // While draining, a connection ends with its response even if its head promised keep-alive.
   if (!response_keep_alive_ || ctx_->draining) {
     graceful_close();
@@ -413,6 +419,7 @@ void Connection::send_transport_error(int status, std::string body, const char* 
                                       const char* target) {
   parser_.reset();
   cancel_timer();
+  set_phase(Phase::busy);  // its response is being written
   response_keep_alive_ = false;  // the rest of the byte stream cannot be trusted
   response_status_ = status;
   response_body_bytes_ = body.size();
@@ -457,7 +464,7 @@ void Connection::close(CloseReason reason) {
   exchange_.reset();
   {
     std::lock_guard lock(ctx_->mu);
-    ctx_->connections.erase(id_);
+    if (ctx_->connections.erase(id_) > 0 && overflow_) --ctx_->overflow_connections;
     if (exchange) ctx_->in_flight.erase(exchange->id());
   }
   ctx_->changed.notify_all();
@@ -482,14 +489,20 @@ void Connection::drain() {
   }
 }
 
+void Connection::evict() {
+  // A request may have been dispatched since the acceptor picked this connection: it keeps running.
+  if (closed_ || exchange_ || phase() == Phase::busy) {
+    evicting_ = false;
+    return;
+  }
+  close(CloseReason::server_shutdown);  // no exchange: nobody is notified
+}
+
 // ---------------------------------------------------------------- timers
 
-void Connection::arm_wait_timer() {
-  if (buffer_.size() == 0 && !parser_) {
-    arm_timer(TimerPhase::idle, ctx_->config.keep_alive_timeout);
-  } else {
-    arm_timer(TimerPhase::request, ctx_->config.request_timeout);
-  }
+void Connection::arm_idle_timer() {
+  arm_timer(TimerPhase::idle, overflow_ ? std::min(kOverflowHeadTimeout, ctx_->config.keep_alive_timeout)
+                                        : ctx_->config.keep_alive_timeout);
 }
 
 void Connection::arm_timer(TimerPhase phase, std::chrono::milliseconds after) {
@@ -515,9 +528,14 @@ void Connection::on_timer(std::uint64_t generation) {
     case TimerPhase::idle:
       graceful_close();
       break;
-    case TimerPhase::request:
+    case TimerPhase::head:
+    case TimerPhase::body:
       if (!writing_ && out_.empty()) {
-        send_transport_error(408, envelope_error_body(408, "Timed out reading the request"), "-", "-");
+        send_transport_error(408,
+                             envelope_error_body(408, phase == TimerPhase::head
+                                                          ? "Timed out reading the request head"
+                                                          : "Timed out reading the request body"),
+                             "-", "-");
       } else {
         close(CloseReason::timeout);
       }

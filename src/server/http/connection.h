@@ -22,11 +22,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/dynamic_body.hpp>
 
 #include "server/http/http_message.h"
+#include "server/http/request_reader.h"
 #include "server/http/server_context.h"
 
 namespace fp4serve::http {
@@ -35,16 +33,32 @@ class ConnectionExchange;
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(std::shared_ptr<ServerContext> ctx, boost::asio::ip::tcp::socket socket);
+  // Where the connection is in its current request; read from the acceptor to pick an eviction
+  // victim (connection_limits.h), written on the strand.
+  enum class Phase : std::uint8_t {
+    idle,  // between requests (or none yet)
+    head,  // request head arriving
+    body,  // head complete, body arriving
+    busy,  // request dispatched, response not yet completely written
+  };
+
+  // `overflow`: taken past the connection cap (short head deadline, probe paths only).
+  Connection(std::shared_ptr<ServerContext> ctx, boost::asio::ip::tcp::socket socket, bool overflow);
   ~Connection();
 
   std::uint64_t id() const { return id_; }
   const boost::asio::any_io_executor& executor() { return executor_; }
+  bool overflow() const { return overflow_; }
+  // Any thread.
+  Phase phase() const { return phase_.load(std::memory_order_acquire); }
+  // Claims the connection as an eviction victim; false when another newcomer already did.
+  bool claim_for_eviction() { return !evicting_.exchange(true); }
 
   // Strand only.
   void start();
   void close(CloseReason reason);
   void drain();  // server began draining: close if idle, else tell the exchange
+  void evict();  // make room for a newcomer: close unless a request got dispatched meanwhile
 
   // Any thread (used by ConnectionExchange). Whole response / stream head: serialized on the strand
   // so keep-alive reflects the state when it is sent.
@@ -58,7 +72,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void run_soon(std::function<void()> fn);
 
  private:
-  enum class TimerPhase { none, idle, request, write, linger };
+  enum class TimerPhase { none, idle, head, body, write, linger };
   struct OutItem {
     std::string data;
     std::size_t stream_bytes = 0;  // counted against the back-pressure cap
@@ -83,7 +97,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void arm_timer(TimerPhase phase, std::chrono::milliseconds after);
   void cancel_timer();
   void on_timer(std::uint64_t generation);
-  void arm_wait_timer();  // idle or request timeout, depending on buffered bytes
+  void arm_idle_timer();
+  void set_phase(Phase phase) { phase_.store(phase, std::memory_order_release); }
 
   std::shared_ptr<ServerContext> ctx_;
   boost::asio::ip::tcp::socket socket_;
@@ -91,14 +106,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::steady_timer timer_;
   std::uint64_t id_;
   std::string remote_;
+  const bool overflow_;
+  std::atomic<Phase> phase_{Phase::idle};
+  std::atomic<bool> evicting_{false};
 
   static constexpr std::size_t kReadScratchBytes = 8 * 1024;
   std::array<char, kReadScratchBytes> read_scratch_;
   boost::beast::flat_buffer buffer_;  // received, not yet parsed
-  // A dynamic body grows as bytes arrive; string_body would reserve the announced Content-Length
-  // up front, letting idle clients claim max_body_bytes each without sending them.
-  using RequestBody = boost::beast::http::basic_dynamic_body<boost::beast::flat_buffer>;
-  std::optional<boost::beast::http::request_parser<RequestBody>> parser_;
+  std::optional<RequestParser> parser_;  // request_reader.h
   bool continue_sent_ = false;
   bool reading_ = false;
   bool closed_ = false;

@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 
 #include "server/http/connection.h"
 #include "server/http/connection_exchange.h"
@@ -91,17 +92,79 @@ class HttpServer::Impl : public std::enable_shared_from_this<HttpServer::Impl> {
   void on_accept(error_code ec, tcp::socket socket) {
     if (!acceptor_.is_open() || ec == net::error::operation_aborted) return;
     if (ec) {
-      // EMFILE/ENFILE and friends: back off instead of spinning, then keep accepting.
-      ctx_->log_error("accept failed: " + ec.message());
+      // EMFILE/ENFILE and friends: back off instead of spinning, then keep accepting; logged at a
+      // limited rate (a flood of these is what exhaustion looks like).
+      ctx_->accept_errors.log("accept failed: " + ec.message());
       retry_timer_.expires_after(std::chrono::milliseconds(50));
       retry_timer_.async_wait([self = shared_from_this()](error_code wait_ec) {
         if (!wait_ec && self->acceptor_.is_open()) self->do_accept();
       });
       return;
     }
-    auto connection = std::make_shared<Connection>(ctx_, std::move(socket));
-    net::post(connection->executor(), [connection] { connection->start(); });
+    admit(std::move(socket));
     do_accept();
+  }
+
+  // The connection cap (connection_limits.h): under it, a plain connection; at it, evict the oldest
+  // connection without a request in flight, else take the newcomer as overflow, else refuse it.
+  void admit(tcp::socket socket) {
+    std::shared_ptr<Connection> victim;
+    std::vector<std::shared_ptr<Connection>> scanned;  // released after the lock (see below)
+    bool overflow = false;
+    {
+      std::lock_guard lock(ctx_->mu);
+      const std::size_t regular = ctx_->connections.size() - ctx_->overflow_connections;
+      if (regular >= ctx_->max_connections) {
+        victim = eviction_victim_locked(scanned);
+        if (!victim) {
+          if (ctx_->overflow_connections >= kMaxOverflow) {
+            refuse(std::move(socket), ctx_->connections.size());
+            return;
+          }
+          overflow = true;
+        }
+      }
+    }
+    auto connection = std::make_shared<Connection>(ctx_, std::move(socket), overflow);
+    {
+      std::lock_guard lock(ctx_->mu);
+      ctx_->connections[connection->id()] = connection;
+      if (overflow) ++ctx_->overflow_connections;
+    }
+    if (victim) net::post(victim->executor(), [victim] { victim->evict(); });
+    net::post(connection->executor(), [connection] { connection->start(); });
+  }
+
+  // Oldest first: a connection between requests or with its head still arriving, else one whose
+  // body is arriving. Overflow connections and those already claimed are skipped. The connections
+  // looked at are kept alive in `scanned`, so that none is destroyed while ctx_->mu is held (a
+  // Connection's destructor takes it).
+  std::shared_ptr<Connection> eviction_victim_locked(std::vector<std::shared_ptr<Connection>>& scanned) {
+    std::shared_ptr<Connection> body_phase;
+    scanned.reserve(ctx_->connections.size());
+    for (const auto& [id, weak] : ctx_->connections) {
+      auto c = weak.lock();
+      if (!c || c->overflow()) continue;
+      scanned.push_back(c);
+      const Connection::Phase phase = c->phase();
+      if (phase == Connection::Phase::idle || phase == Connection::Phase::head) {
+        if (c->claim_for_eviction()) return c;
+      } else if (phase == Connection::Phase::body && !body_phase) {
+        body_phase = c;
+      }
+    }
+    if (body_phase && body_phase->claim_for_eviction()) return body_phase;
+    return nullptr;
+  }
+
+  // Past the cap and the overflow reserve: a 503 written at once (the socket's send buffer is
+  // empty, so this does not block), then closed without reading.
+  void refuse(tcp::socket socket, std::size_t open) {
+    error_code ec;
+    const std::string bytes = connection_limit_response(open, ctx_->max_connections);
+    net::write(socket, net::buffer(bytes), ec);
+    socket.shutdown(tcp::socket::shutdown_both, ec);
+    socket.close(ec);
   }
 
   void stop_accepting() {

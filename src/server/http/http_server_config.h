@@ -25,11 +25,20 @@ struct HttpServerConfig {
   std::size_t max_stream_buffer_bytes = 8 * 1024 * 1024;
 
   std::chrono::milliseconds keep_alive_timeout{5000};  // idle between requests, then close
-  std::chrono::milliseconds request_timeout{60000};    // first byte to complete request, then 408
+  // Slow-loris bounds, each answered with 408 and a close: the request head (request line and
+  // headers) must be complete this long after its first byte, and the body this long after the head.
+  std::chrono::milliseconds request_head_timeout{10000};
+  std::chrono::milliseconds request_body_timeout{60000};
   // A gathered socket write (at most 64 queued pieces / 1 MiB) that does not complete in this time
   // closes the connection (CloseReason::timeout): the client stopped reading.
   std::chrono::milliseconds write_timeout{60000};
   std::chrono::milliseconds linger_timeout{1000};      // reading leftovers after a final response
+
+  // Open connections at most; 0 = the descriptor limit minus a reserve (connection_limits.h has the
+  // whole policy: eviction of connections without a request in flight, then 503s).
+  std::size_t max_connections = 0;
+  // Paths answered even on a connection taken past the cap (load balancers' probes).
+  std::vector<std::string> probe_paths = {"/health", "/ping"};
 
   // API keys (vLLM --api-key / VLLM_API_KEY); empty = no authentication.
   std::vector<std::string> api_keys;

@@ -8,11 +8,13 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <map>
 #include <unordered_map>
 
 #include <boost/asio/io_context.hpp>
 
 #include "server/http/api_key_auth.h"
+#include "server/http/connection_limits.h"
 #include "server/http/http_server_config.h"
 #include "server/http/router.h"
 
@@ -24,18 +26,23 @@ class ConnectionExchange;
 struct ServerContext {
   ServerContext(HttpServerConfig cfg, Router r, unsigned threads)
       : io(static_cast<int>(threads)), config(std::move(cfg)), router(std::move(r)),
-        auth(config.api_keys) {}
+        auth(config.api_keys), max_connections(resolve_max_connections(config.max_connections)),
+        accept_errors([this](const std::string& m) { log_error(m); }, std::chrono::seconds(10)) {}
 
   boost::asio::io_context io;
   const HttpServerConfig config;
   const Router router;
   const ApiKeyAuth auth;
+  const std::size_t max_connections;
+  RateLimitedLog accept_errors;
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> next_id{1};
 
   mutable std::mutex mu;
   std::condition_variable changed;  // signalled when in_flight or connections shrink
-  std::unordered_map<std::uint64_t, std::weak_ptr<Connection>> connections;
+  // Open connections by id. Ids grow with time, so the map's order is age (eviction takes the oldest).
+  std::map<std::uint64_t, std::weak_ptr<Connection>> connections;
+  std::size_t overflow_connections = 0;  // of those, taken past the cap (connection_limits.h)
   std::unordered_map<std::uint64_t, std::weak_ptr<ConnectionExchange>> in_flight;
 
   void log_error(const std::string& message) const {

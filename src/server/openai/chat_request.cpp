@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "server/openai/client_json.h"
 #include "server/openai/completion_request.h"
 #include "server/openai/python_repr.h"
 
@@ -43,7 +44,7 @@ void check_tool_usage(Json& body) {
     fail_before("When using `tool_choice`, `tools` must be set.", "tool_choice", std::nullopt, body);
   }
   if (!(tc->is_string() && (*tc == "auto" || *tc == "required")) && !tc->is_object()) {
-    fail_before("Invalid value for `tool_choice`: " + py_str(*tc) +
+    fail_before("Invalid value for `tool_choice`: " + echo_input(py_str(*tc)) +
                     "! Only named tools, \"none\", \"auto\" or \"required\" are supported.",
                 "tool_choice", std::nullopt, body);
   }
@@ -61,7 +62,7 @@ void check_tool_usage(Json& body) {
                 "tool_choice.function.name", std::nullopt, body);
   }
   if (!name->is_string() || name->get_ref<const std::string&>().empty()) {
-    fail_before("Invalid `name` in `function`: `" + py_str(*name) + "` in `tool_choice`! " + usage,
+    fail_before("Invalid `name` in `function`: `" + echo_input(py_str(*name)) + "` in `tool_choice`! " + usage,
                 "tool_choice.function.name", std::nullopt, body);
   }
   bool found = false;
@@ -141,7 +142,7 @@ bool is_media_part(const std::string& type) {
 // The text of one content part (vLLM chat_utils: text-like parts; media refused).
 std::string part_text(const Json& part) {
   if (part.is_string()) return part.get<std::string>();
-  if (!part.is_object()) throw ApiException(value_error("Unknown part type: " + py_str(part)));
+  if (!part.is_object()) throw ApiException(value_error("Unknown part type: " + echo_input(py_str(part))));
   std::string type;
   if (part.contains("type") && part["type"].is_string()) {
     type = part["type"].get<std::string>();
@@ -162,9 +163,9 @@ std::string part_text(const Json& part) {
   if (type == "refusal" && part.contains("refusal") && part["refusal"].is_string()) {
     return part["refusal"].get<std::string>();
   }
-  if (type.empty()) throw ApiException(value_error("Unknown part type: " + py_str(part.value("type", Json()))));
+  if (type.empty()) throw ApiException(value_error("Unknown part type: " + echo_input(py_str(part.value("type", Json())))));
   // vLLM raises NotImplementedError for a part type it has no parser for (HTTP 501).
-  throw ApiException(not_implemented("Unknown part type: " + type));
+  throw ApiException(not_implemented("Unknown part type: " + echo_input(type)));
 }
 
 Json parse_content(const Json& content, const Loc& loc, ContentFormat format,
@@ -206,6 +207,10 @@ Json parse_tool_calls(const Json& calls) {
                                            std::string(args.is_boolean() ? "bool" : args.is_number_float() ? "float" : "int")));
           }
           const std::string& text = args.get_ref<const std::string&>();
+          if (auto at = find_excess_nesting(text)) {
+            throw ApiException(value_error("Invalid tool call arguments: " +
+                                           std::string(JsonNestingError(*at, kMaxJsonNestingDepth).what())));
+          }
           try {
             fn["arguments"] = Json::parse(text);
           } catch (const Json::exception&) {  // parse_error, or out_of_range for 1e309
@@ -383,13 +388,12 @@ ChatRequest parse_chat_request(std::string_view body_text, const ServerLimits& l
 
 namespace {
 
-ChatRequest parse_chat_body(const Json& input, const ServerLimits& limits, const ChatParseOptions& options) {
-  if (!input.is_object()) {
+ChatRequest parse_chat_body(Json& body, const ServerLimits& limits, const ChatParseOptions& options) {
+  if (!body.is_object()) {
     throw ApiException(request_validation_error({ValidationIssue{
         "model_type", {"body"}, "Input should be a valid dictionary or instance of ChatCompletionRequest",
-        input, "{'class_name': 'ChatCompletionRequest'}", false, std::nullopt}}));
+        body, "{'class_name': 'ChatCompletionRequest'}", false, std::nullopt}}));
   }
-  Json body = input;
   // model_validator(mode="before") functions, last-defined first. (check_system_message_content_type
   // only warns; drop_prompt_token_ids_with_media concerns kv_transfer_params, refused below.)
   check_generation_prompt(body);
@@ -409,6 +413,7 @@ ChatRequest parse_chat_body(const Json& input, const ServerLimits& limits, const
   read_tools(reader, req.tools);
   req.logprobs = reader.bool_field("logprobs").value_or(false);
   req.top_logprobs = reader.int_field("top_logprobs").value_or(0);
+  if (const Json* tl = reader.raw("top_logprobs"); tl && tl->is_null()) req.top_logprobs_null = true;
   req.max_tokens = reader.int_field("max_tokens");
   req.max_completion_tokens = reader.int_field("max_completion_tokens");
   req.parallel_tool_calls = reader.bool_field("parallel_tool_calls").value_or(true);
@@ -524,10 +529,10 @@ ChatRequest parse_chat_body(const Json& input, const ServerLimits& limits, const
 
 }  // namespace
 
-ChatRequest parse_chat_request(const Json& input, const ServerLimits& limits,
+ChatRequest parse_chat_request(Json body, const ServerLimits& limits,
                                const ChatParseOptions& options) {
   try {
-    return parse_chat_body(input, limits, options);
+    return parse_chat_body(body, limits, options);
   } catch (const nlohmann::json::exception& e) {
     // A shape no check above foresaw: still a clear 400, never a crash.
     throw ApiException(value_error(std::string("Invalid request body: ") + e.what()));
@@ -537,8 +542,11 @@ ChatRequest parse_chat_request(const Json& input, const ServerLimits& limits,
 engine::SamplingParams to_sampling_params(const ChatRequest& request, int64_t max_tokens,
                                           const DefaultSamplingParams& defaults,
                                           const ServerLimits& limits, bool* temperature_raised) {
-  return make_sampling_params(request.common, max_tokens, request.engine_logprobs(), defaults, limits,
-                              temperature_raised);
+  // vLLM: echo asks for prompt logprobs at the top_logprobs count unless prompt_logprobs is given.
+  std::optional<int64_t> prompt_logprobs = request.common.prompt_logprobs;
+  if (!prompt_logprobs && request.common.echo && !request.top_logprobs_null) prompt_logprobs = request.top_logprobs;
+  return make_sampling_params(request.common, max_tokens, request.engine_logprobs(), prompt_logprobs, defaults,
+                              limits, temperature_raised);
 }
 
 }  // namespace fp4serve::server::openai

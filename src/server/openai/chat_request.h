@@ -35,6 +35,7 @@ struct ChatRequest {
   bool parallel_tool_calls = true;
   bool logprobs = false;
   int64_t top_logprobs = 0;
+  bool top_logprobs_null = false;  // sent as null (vLLM's None: echo then asks no prompt logprobs)
   std::optional<int64_t> max_tokens;             // deprecated field
   std::optional<int64_t> max_completion_tokens;  // wins over max_tokens
   bool add_generation_prompt = true;
@@ -63,7 +64,9 @@ struct ChatRequest {
   bool auto_tools() const { return tool_choice == ToolChoice::kAuto && !tools.is_null(); }
 };
 
-ChatRequest parse_chat_request(const Json& body, const ServerLimits& limits,
+// By value: the parser normalizes the body in place (the string overload moves its parse in, so a
+// body is never copied).
+ChatRequest parse_chat_request(Json body, const ServerLimits& limits,
                                const ChatParseOptions& options = {});
 ChatRequest parse_chat_request(std::string_view body_text, const ServerLimits& limits,
                                const ChatParseOptions& options = {});

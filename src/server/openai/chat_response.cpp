@@ -106,7 +106,11 @@ Json build_chat_response(const ChatRequest& request, const ChatResult& result,
   out["usage"] = usage_json(static_cast<int64_t>(result.prompt_token_ids.size()), completion_tokens, true,
                             context.enable_prompt_tokens_details ? std::optional<int64_t>(result.num_cached_tokens)
                                                                  : std::nullopt);
-  out["prompt_logprobs"] = nullptr;
+  // One list for the request (vLLM's RequestOutput.prompt_logprobs): the first sequence's.
+  const bool has_prompt_logprobs = !result.sequences.empty() && result.sequences.front().prompt_logprobs;
+  out["prompt_logprobs"] = has_prompt_logprobs && context.tokenizer
+                               ? prompt_logprobs_json(*context.tokenizer, *result.sequences.front().prompt_logprobs)
+                               : Json();
   out["prompt_token_ids"] = request.common.return_token_ids ? token_id_list(result.prompt_token_ids) : Json();
   out["kv_transfer_params"] = nullptr;
   return out;

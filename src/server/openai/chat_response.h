@@ -28,6 +28,7 @@ struct ChatSequence {
   std::vector<engine::SampleLogprobs> logprobs;
   std::string finish_reason;
   engine::StopReason stop_reason;
+  std::optional<engine::PromptLogprobs> prompt_logprobs;  // prompt_logprobs, or echo
 };
 
 struct ChatResult {

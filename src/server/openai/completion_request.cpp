@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "server/openai/client_json.h"
 #include "server/openai/python_repr.h"
 
 namespace fp4serve::server::openai {
@@ -200,14 +201,21 @@ Json parse_json_body(std::string_view text, const char* model_class) {
     throw ApiException(request_validation_error(
         {ValidationIssue{"missing", {"body"}, "Field required", Json(nullptr), std::nullopt, false, std::nullopt}}));
   }
-  if (auto err = python_json_decode_error(text)) {
+  // Nesting first, as json.loads hits its recursion limit before it reaches a later syntax error.
+  if (auto at = find_excess_nesting(text)) {
+    throw ApiException(body_parse_error(JsonNestingError(*at, kMaxJsonNestingDepth).what()));
+  }
+  Json body;
+  try {
+    body = Json::parse(text);
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e309
     // FastAPI: {'type': 'json_invalid', 'loc': ('body', e.pos), 'msg': 'JSON decode error',
     // 'input': {}, 'ctx': {'error': e.msg}}.
+    const PythonJsonError err = python_json_decode_error(text, e);
     throw ApiException(request_validation_error({ValidationIssue{
-        "json_invalid", {"body", std::to_string(err->pos)}, "JSON decode error", Json::object(),
-        "{'error': " + py_str_repr(err->msg) + "}", false, std::nullopt}}));
+        "json_invalid", {"body", std::to_string(err.pos)}, "JSON decode error", Json::object(),
+        "{'error': " + py_str_repr(err.msg) + "}", false, std::nullopt}}));
   }
-  const Json body = Json::parse(text);
   if (!body.is_object()) {
     throw ApiException(request_validation_error({ValidationIssue{
         "model_type", {"body"},
@@ -257,10 +265,6 @@ CompletionRequest parse_completion_body(const Json& body, const ServerLimits& li
   refuse_unsupported_common(body, Endpoint::kCompletions);
   // The route answers once every prompt finished: a request without one would never be answered.
   if (req.prompts.empty()) no_prompt();
-  if (req.common.echo && req.logprobs) {
-    throw ApiException(vllm_validation_error(
-        "`echo` with `logprobs` needs prompt logprobs, which fp4serve does not support.", "echo"));
-  }
   return req;
 }
 
@@ -279,7 +283,10 @@ engine::SamplingParams to_sampling_params(const CompletionRequest& request, int6
                                           const DefaultSamplingParams& defaults,
                                           const ServerLimits& limits, bool* temperature_raised) {
   const int64_t effective = request.echo_without_generation() ? 1 : max_tokens;
-  return make_sampling_params(request.common, effective, request.logprobs, defaults, limits,
+  // vLLM: echo scores the prompt at the logprobs count unless prompt_logprobs is given.
+  std::optional<int64_t> prompt_logprobs = request.common.prompt_logprobs;
+  if (!prompt_logprobs && request.common.echo) prompt_logprobs = request.logprobs;
+  return make_sampling_params(request.common, effective, request.logprobs, prompt_logprobs, defaults, limits,
                               temperature_raised);
 }
 

@@ -43,7 +43,8 @@ inline CompletionRequest parse_completion_request(const std::string& body_text, 
 }
 
 // The engine's SamplingParams for one prompt, `max_tokens` being resolve_max_tokens()'s result.
-// echo with max_tokens 0 generates one token that the response drops (vLLM does the same).
+// echo with max_tokens 0 generates one token that the response drops (vLLM does the same); echo
+// asks for prompt logprobs (at `logprobs`) unless prompt_logprobs is set.
 engine::SamplingParams to_sampling_params(const CompletionRequest& request, int64_t max_tokens,
                                           const DefaultSamplingParams& defaults,
                                           const ServerLimits& limits,

@@ -29,30 +29,38 @@ Json build_completion_response(const CompletionRequest& request,
       if (is_generation_error(seq.finish_reason)) throw ApiException(internal_server_error());
       std::string text = seq.text;
       std::vector<int32_t> ids = seq.token_ids;
+      // One entry per id of `ids`: the echoed prompt's logprobs (None first), then the output's.
+      std::vector<const engine::SampleLogprobs*> lps;
       if (request.common.echo) {
         // vLLM quirk kept: with return_token_ids the echoed prompt text is "".
         const std::string prompt_text = request.common.return_token_ids ? "" : result.prompt_text;
+        if (seq.prompt_logprobs) append_logprob_refs(lps, *seq.prompt_logprobs);
         if (request.max_tokens == 0) {
           text = prompt_text;
           ids = result.prompt_token_ids;
         } else {
           text = prompt_text + seq.text;
           ids.insert(ids.begin(), result.prompt_token_ids.begin(), result.prompt_token_ids.end());
+          append_logprob_refs(lps, seq.logprobs);
         }
+      } else {
+        append_logprob_refs(lps, seq.logprobs);
       }
       Json choice = Json::object();
       choice["index"] = choices.size();
       choice["text"] = text;
       if (request.logprobs && context.tokenizer) {
-        choice["logprobs"] = completion_logprobs_json(*context.tokenizer, ids, seq.logprobs, *request.logprobs,
-                                                      0, as_token_ids(request, context));
+        choice["logprobs"] = completion_logprobs_json(*context.tokenizer, ids, lps, *request.logprobs, 0,
+                                                      as_token_ids(request, context));
       } else {
         choice["logprobs"] = nullptr;
       }
       choice["finish_reason"] = seq.finish_reason.empty() ? Json() : Json(seq.finish_reason);
       choice["stop_reason"] = stop_reason_json(seq.stop_reason);
       choice["token_ids"] = request.common.return_token_ids ? token_id_list(seq.token_ids) : Json();
-      choice["prompt_logprobs"] = nullptr;
+      choice["prompt_logprobs"] = seq.prompt_logprobs && context.tokenizer
+                                      ? prompt_logprobs_json(*context.tokenizer, *seq.prompt_logprobs)
+                                      : Json();
       choice["prompt_token_ids"] = request.common.return_token_ids ? token_id_list(result.prompt_token_ids) : Json();
       choices.push_back(std::move(choice));
       completion_tokens += static_cast<int64_t>(seq.token_ids.size());
@@ -100,11 +108,13 @@ std::string CompletionStream::on_output(std::size_t prompt_index, const std::str
     if (is_generation_error(delta.finish_reason)) return fail(internal_server_error());
     std::string text;
     std::vector<int32_t> ids;
-    std::vector<engine::SampleLogprobs> lps;
+    std::vector<const engine::SampleLogprobs*> lps;
     Json prompt_ids_to_return;  // null
     if (request_.common.echo && !echoed_[i]) {
       prompt_ids_to_return = token_id_list(prompt_token_ids);
       const std::string ptext = request_.common.return_token_ids ? "" : prompt_text;
+      // The first delta carries the prompt's logprobs (echo with logprobs asks for them).
+      if (delta.prompt_logprobs) append_logprob_refs(lps, *delta.prompt_logprobs);
       if (request_.max_tokens == 0) {
         text = ptext;
         ids = prompt_token_ids;
@@ -112,12 +122,13 @@ std::string CompletionStream::on_output(std::size_t prompt_index, const std::str
         text = ptext + delta.text;
         ids = prompt_token_ids;
         ids.insert(ids.end(), delta.token_ids.begin(), delta.token_ids.end());
+        append_logprob_refs(lps, delta.logprobs);
       }
       echoed_[i] = true;
     } else {
       text = delta.text;
       ids = delta.token_ids;
-      lps = delta.logprobs;
+      append_logprob_refs(lps, delta.logprobs);
       // has_echoed doubles as "prompt ids already returned", as in vLLM.
       if (!echoed_[i] && request_.common.return_token_ids) {
         prompt_ids_to_return = token_id_list(prompt_token_ids);

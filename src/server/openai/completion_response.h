@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct CompletionSequence {
   std::vector<engine::SampleLogprobs> logprobs;  // when the request asked for logprobs
   std::string finish_reason;                     // "stop" | "length" | "abort" | "error"
   engine::StopReason stop_reason;
+  std::optional<engine::PromptLogprobs> prompt_logprobs;  // prompt_logprobs, or echo with logprobs
 };
 
 // One prompt of the request and its n sequences (in sequence-index order).

@@ -41,8 +41,25 @@ int64_t text_offset_length(const std::string& token_text) {
   return static_cast<int64_t>(py_len(token_text));
 }
 
+void append_logprob_refs(std::vector<const engine::SampleLogprobs*>& out,
+                         std::span<const engine::SampleLogprobs> logprobs) {
+  for (const auto& lp : logprobs) out.push_back(&lp);
+}
+
+void append_logprob_refs(std::vector<const engine::SampleLogprobs*>& out, const engine::PromptLogprobs& logprobs) {
+  for (const auto& lp : logprobs) out.push_back(lp ? &*lp : nullptr);
+}
+
 Json completion_logprobs_json(const tokenizer::Tokenizer& tokenizer, std::span<const int32_t> token_ids,
                               std::span<const engine::SampleLogprobs> logprobs, int64_t num_top,
+                              int64_t initial_text_offset, bool as_token_id) {
+  std::vector<const engine::SampleLogprobs*> refs;
+  append_logprob_refs(refs, logprobs);
+  return completion_logprobs_json(tokenizer, token_ids, refs, num_top, initial_text_offset, as_token_id);
+}
+
+Json completion_logprobs_json(const tokenizer::Tokenizer& tokenizer, std::span<const int32_t> token_ids,
+                              std::span<const engine::SampleLogprobs* const> logprobs, int64_t num_top,
                               int64_t initial_text_offset, bool as_token_id) {
   Json text_offset = Json::array(), token_logprobs = Json::array(), tokens = Json::array(),
        top_logprobs = Json::array();
@@ -50,11 +67,11 @@ Json completion_logprobs_json(const tokenizer::Tokenizer& tokenizer, std::span<c
   for (std::size_t i = 0; i < token_ids.size(); ++i) {
     const int32_t id = token_ids[i];
     const std::string token = logprob_token_text(tokenizer, id, as_token_id);
-    if (i < logprobs.size()) {
+    if (i < logprobs.size() && logprobs[i] != nullptr) {
       tokens.push_back(token);
-      token_logprobs.push_back(clamp_logprob(logprobs[i].sampled.logprob));
+      token_logprobs.push_back(clamp_logprob(logprobs[i]->sampled.logprob));
       Json top = Json::object();
-      const auto entries = ordered_entries(id, logprobs[i]);
+      const auto entries = ordered_entries(id, *logprobs[i]);
       for (std::size_t k = 0; k < entries.size(); ++k) {
         if (static_cast<int64_t>(k) > num_top) break;  // "num_output_top_logprobs >= i"
         top[logprob_token_text(tokenizer, entries[k].token, as_token_id)] = clamp_logprob(entries[k].logprob);
@@ -73,6 +90,39 @@ Json completion_logprobs_json(const tokenizer::Tokenizer& tokenizer, std::span<c
   out["token_logprobs"] = std::move(token_logprobs);
   out["tokens"] = std::move(tokens);
   out["top_logprobs"] = std::move(top_logprobs);
+  return out;
+}
+
+Json prompt_logprobs_json(const tokenizer::Tokenizer& tokenizer, const engine::PromptLogprobs& logprobs) {
+  Json out = Json::array();
+  for (const auto& entry : logprobs) {
+    if (!entry) {
+      out.push_back(nullptr);
+      continue;
+    }
+    // vLLM builds {token: rank, top-N: 1..N} in one dict: a token that is also in the top-N keeps
+    // its first place and takes its top-N rank.
+    const int32_t id = entry->sampled.token;
+    int64_t rank = entry->sampled_rank;
+    for (std::size_t k = 0; k < entry->top.size(); ++k) {
+      if (entry->top[k].token == id) rank = static_cast<int64_t>(k) + 1;
+    }
+    auto logprob_json = [&](int32_t token, float logprob, int64_t r) {
+      Json lp = Json::object();
+      lp["logprob"] = clamp_logprob(logprob);
+      lp["rank"] = r;
+      lp["decoded_token"] = logprob_token_text(tokenizer, token, false);
+      return lp;
+    };
+    Json dict = Json::object();
+    dict[std::to_string(id)] = logprob_json(id, entry->sampled.logprob, rank);
+    for (std::size_t k = 0; k < entry->top.size(); ++k) {
+      const engine::TokenLogprob& t = entry->top[k];
+      if (t.token == id) continue;
+      dict[std::to_string(t.token)] = logprob_json(t.token, t.logprob, static_cast<int64_t>(k) + 1);
+    }
+    out.push_back(std::move(dict));
+  }
   return out;
 }
 

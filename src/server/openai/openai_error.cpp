@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <regex>
 
 #include "server/openai/python_repr.h"
 
@@ -30,21 +29,6 @@ std::string vllm_error_text(const std::string& message, const std::optional<std:
   if (parameter) extras = "parameter=" + *parameter;
   if (value) extras += (extras.empty() ? "" : ", ") + std::string("value=") + *value;
   return extras.empty() ? message : message + " (" + extras + ")";
-}
-
-std::string sanitize_message(const std::string& message) {
-  static const std::regex kAddress(" at 0x[0-9a-f]+>");
-  static const std::regex kTraceback("\\n?\\s*File \"[^\"]+\", line \\d+, in \\S+(\\n\\s+.*)?");
-  static const std::regex kSystemPath("/(?:home|usr|opt|var|tmp|root|lib|mnt|srv)(?:/[\\w.\\-]+)+");
-  static const std::regex kFilePath("(?:/[\\w\\-]+)+/[\\w\\-]+\\.\\w+");
-  std::string out = std::regex_replace(message, kAddress, ">");
-  out = std::regex_replace(out, kTraceback, "");
-  out = std::regex_replace(out, kSystemPath, "<path>");
-  out = std::regex_replace(out, kFilePath, "<path>");
-  const auto b = out.find_first_not_of(" \t\n\r\f\v");
-  if (b == std::string::npos) return "";
-  const auto e = out.find_last_not_of(" \t\n\r\f\v");
-  return out.substr(b, e - b + 1);
 }
 
 ApiError vllm_validation_error(const std::string& message,
@@ -101,24 +85,13 @@ std::string truncate_code_points(const std::string& text, std::size_t max_chars,
   return text;
 }
 
-// _summarize_error_input: strings cut at 200 characters, containers described, scalars str()'d.
-std::string summarize_input(const nlohmann::ordered_json& value) {
-  constexpr std::size_t kMaxInputChars = 200;
-  if (value.is_array()) return "<list of " + std::to_string(value.size()) + " items>";
-  if (value.is_object()) return "<dict of " + std::to_string(value.size()) + " items>";
-  const std::string text = py_str(value);
-  bool cut = false;
-  std::string kept = truncate_code_points(text, kMaxInputChars, &cut);
-  return cut ? kept + "...[truncated]" : kept;
-}
-
 // _format_error: str() of the error dict with loc cleaned and input summarized, cut at 1000.
 std::string format_issue(const ValidationIssue& issue) {
   constexpr std::size_t kMaxErrorChars = 1000;
   std::string text = "{'type': " + py_str_repr(issue.type) +
                      ", 'loc': " + py_str_repr(clean_loc(issue.loc)) +
                      ", 'msg': " + py_str_repr(issue.msg) +
-                     ", 'input': " + py_str_repr(summarize_input(issue.input));
+                     ", 'input': " + py_str_repr(issue.input.text());
   if (issue.ctx_repr) text += ", 'ctx': " + *issue.ctx_repr;
   text += "}";
   bool cut = false;
@@ -127,6 +100,23 @@ std::string format_issue(const ValidationIssue& issue) {
 }
 
 }  // namespace
+
+ErrorInputSummary::ErrorInputSummary(const nlohmann::ordered_json& value) {
+  constexpr std::size_t kMaxInputChars = 200;
+  if (value.is_array()) {
+    text_ = "<list of " + std::to_string(value.size()) + " items>";
+    return;
+  }
+  if (value.is_object()) {
+    text_ = "<dict of " + std::to_string(value.size()) + " items>";
+    return;
+  }
+  bool cut = false;
+  // A string is its own str(); cut it before anything copies it whole.
+  text_ = truncate_code_points(value.is_string() ? value.get_ref<const std::string&>() : py_str(value),
+                               kMaxInputChars, &cut);
+  if (cut) text_ += "...[truncated]";
+}
 
 std::string clean_loc(const std::vector<std::string>& loc) {
   std::vector<std::string> parts;
@@ -184,12 +174,16 @@ ValidationIssue before_validator_issue(const std::string& message,
 }
 
 ApiError model_not_found(const std::string& model) {
-  return ApiError{404, "NotFoundError", sanitize_message("The model `" + model + "` does not exist."),
+  return ApiError{404, "NotFoundError", sanitize_message("The model `" + echo_input(model) + "` does not exist."),
                   std::string("model")};
 }
 
 ApiError not_implemented(const std::string& message) {
   return ApiError{501, "NotImplementedError", sanitize_message(message), std::nullopt};
+}
+
+ApiError body_parse_error(const std::string& why) {
+  return ApiError{400, "Bad Request", "There was an error parsing the body: " + why, std::nullopt};
 }
 
 ApiError internal_server_error(const std::string& message) {

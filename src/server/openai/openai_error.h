@@ -18,10 +18,13 @@
 
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "server/openai/message_sanitizer.h"  // sanitize_message, echo_input: every message passes through
 
 namespace fp4serve::server::openai {
 
@@ -57,6 +60,25 @@ ApiError vllm_validation_error(const std::string& message,
 // Way 1 for a plain ValueError/TypeError (no parameter): 400 BadRequestError, param null.
 ApiError value_error(const std::string& message);
 
+// The offending value of an issue as vLLM's message prints it (_summarize_error_input: strings cut at
+// 200 characters with "...[truncated]", containers described by their size, scalars str()'d),
+// summarized when the issue is made, so an issue never holds a copy of client data (for the
+// model_validator(mode="before") faults that would be the whole body).
+class ErrorInputSummary {
+ public:
+  ErrorInputSummary() : ErrorInputSummary(nlohmann::ordered_json()) {}
+  ErrorInputSummary(const nlohmann::ordered_json& value);  // NOLINT: implicit, issues are built from values
+  // Anything a JSON value is made from ("hot", 3, a std::string), as aggregate initializers pass it.
+  template <class T, class = std::enable_if_t<!std::is_same_v<std::decay_t<T>, nlohmann::ordered_json> &&
+                                              !std::is_same_v<std::decay_t<T>, ErrorInputSummary> &&
+                                              std::is_constructible_v<nlohmann::ordered_json, const T&>>>
+  ErrorInputSummary(const T& value) : ErrorInputSummary(nlohmann::ordered_json(value)) {}  // NOLINT
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
 // One pydantic error (exc.errors() entry). `loc` is the raw location ("body", "stop", "1"...);
 // the message prints it cleaned (dotted, pydantic's union-branch markers such as "str" or
 // "list[int]" dropped), as vLLM's handler does.
@@ -64,7 +86,7 @@ struct ValidationIssue {
   std::string type;                       // "int_parsing", "missing", "value_error", ...
   std::vector<std::string> loc;
   std::string msg;
-  nlohmann::ordered_json input;           // the offending value as json.loads gave it
+  ErrorInputSummary input;                // the offending value as json.loads gave it, summarized
   std::optional<std::string> ctx_repr;    // Python repr of the ctx dict, when pydantic sets one
   bool from_vllm_error = false;           // ctx.error is a VLLMValidationError
   std::optional<std::string> vllm_parameter;
@@ -83,13 +105,14 @@ ValidationIssue before_validator_issue(const std::string& message,
 // The cleaned dotted path of a loc (clean_loc_for_param).
 std::string clean_loc(const std::vector<std::string>& loc);
 
-// vLLM's sanitize_message (applied to every error message it sends): memory addresses, traceback
-// lines and file paths are removed ("/home/u/x.txt" -> "<path>"), then the text is stripped.
-std::string sanitize_message(const std::string& message);
 
 // Way 3.
 ApiError model_not_found(const std::string& model);               // 404, param "model"
 ApiError not_implemented(const std::string& message);             // 501 NotImplementedError
 ApiError internal_server_error(const std::string& message = "Internal server error");  // 500
+// A body FastAPI could not parse for a reason other than a JSON syntax error (its HTTPException
+// "There was an error parsing the body", which vLLM's handler wraps as type "Bad Request"); `why`
+// is appended, since ours are specific (nesting too deep).
+ApiError body_parse_error(const std::string& why);
 
 }  // namespace fp4serve::server::openai

@@ -115,20 +115,24 @@ std::string PythonJsonError::str() const {
 }
 
 std::optional<PythonJsonError> python_json_decode_error(std::string_view text) {
-  std::string what;
-  std::size_t byte = 0;
   try {
     const auto parsed = nlohmann::ordered_json::parse(text);
     (void)parsed;
     return std::nullopt;
-  } catch (const nlohmann::ordered_json::parse_error& e) {
-    what = e.what();
-    byte = e.byte;
-  } catch (const nlohmann::ordered_json::out_of_range& e) {
+  } catch (const nlohmann::ordered_json::exception& e) {  // parse_error, or out_of_range for 1e309
+    return python_json_decode_error(text, e);
+  }
+}
+
+PythonJsonError python_json_decode_error(std::string_view text, const nlohmann::ordered_json::exception& error) {
+  const std::string what = error.what();
+  std::size_t byte = 0;
+  if (const auto* parse = dynamic_cast<const nlohmann::ordered_json::parse_error*>(&error)) {
+    byte = parse->byte;
+  } else {
     // A number past double's range (1e309): Python's json reads it as inf, nlohmann refuses it
     // (out_of_range.406 "number overflow parsing '1e309'", without its place). Refused as malformed
     // at the literal's first occurrence.
-    what = e.what();
     const auto open = what.find('\''), close = what.rfind('\'');
     if (open < close) byte = text.find(what.substr(open + 1, close - open - 1)) + 1;  // npos + 1 == 0
   }

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 
+#include "engine/bad_words.h"
 #include "server/openai/python_repr.h"
 
 namespace fp4serve::server::openai {
@@ -176,10 +177,10 @@ void read_common_fields(BodyReader& reader, Endpoint endpoint, CommonRequestFiel
   reader.bool_field("use_beam_search", false);
   reader.float_field("length_penalty", false);
   reader.bool_field("watermarking");
-  reader.int_field("prompt_logprobs");
+  out.prompt_logprobs = reader.int_field("prompt_logprobs");
+  if (auto words = reader.string_list_field("bad_words", false)) out.bad_words = std::move(*words);
   reader.int_list_field("logprob_token_ids");
   reader.int_list_field("allowed_token_ids");
-  reader.string_list_field("bad_words", false);
   reader.string_field("session_id");
   reader.bool_field("return_token_offsets");
   reader.bool_field("return_mm_kwargs", false);
@@ -292,17 +293,11 @@ void refuse_unsupported_common(const Json& body, Endpoint endpoint) {
   if (py_truthy(member(body, "watermarking"))) {
     refuse("watermarking", "Watermarking is not supported by fp4serve.");
   }
-  if (is_set(body, "prompt_logprobs")) {
-    refuse("prompt_logprobs", "`prompt_logprobs` is not supported by fp4serve.");
-  }
   if (is_set(body, "logprob_token_ids")) {
     refuse("logprob_token_ids", "`logprob_token_ids` is not supported by fp4serve.");
   }
   if (is_set(body, "allowed_token_ids")) {
     refuse("allowed_token_ids", "`allowed_token_ids` is not supported by fp4serve.");
-  }
-  if (py_truthy(member(body, "bad_words"))) {
-    refuse("bad_words", "`bad_words` is not supported by fp4serve.");
   }
   if (const Json* rf = member(body, "response_format"); rf && !rf->is_null()) {
     const bool text = rf->is_object() && rf->contains("type") && (*rf)["type"] == "text";
@@ -389,6 +384,14 @@ std::optional<std::string> sampling_error_value(const engine::SamplingParamsErro
     }
     if (p.logprobs) return std::to_string(*p.logprobs);
   }
+  if (param == "prompt_logprobs") {
+    const std::string prefix = "Requested prompt logprobs of ";
+    if (error.message.rfind(prefix, 0) == 0) {
+      return error.message.substr(prefix.size(), error.message.find(',') - prefix.size());
+    }
+    if (p.prompt_logprobs) return std::to_string(*p.prompt_logprobs);
+  }
+  if (param == "bad_words") return py_str(Json(p.bad_words));
   if (param == "logit_bias") {
     const std::string prefix = "token_id(s) ";
     const auto end = error.message.find(" in logit_bias");
@@ -401,6 +404,7 @@ std::optional<std::string> sampling_error_value(const engine::SamplingParamsErro
 
 engine::SamplingParams make_sampling_params(const CommonRequestFields& f, int64_t max_tokens,
                                             std::optional<int64_t> logprobs,
+                                            std::optional<int64_t> prompt_logprobs,
                                             const DefaultSamplingParams& d,
                                             const ServerLimits& limits, bool* temperature_raised) {
   engine::SamplingParams p;
@@ -432,6 +436,8 @@ engine::SamplingParams make_sampling_params(const CommonRequestFields& f, int64_
   p.max_tokens = max_tokens;
   p.min_tokens = f.min_tokens;
   p.logprobs = logprobs;
+  p.prompt_logprobs = prompt_logprobs;
+  p.bad_words = f.bad_words;
   for (const auto& [key, bias] : f.logit_bias) {
     auto id = python_int(key);
     if (!id) {
@@ -450,6 +456,12 @@ engine::SamplingParams make_sampling_params(const CommonRequestFields& f, int64_
                                    " but Priority scheduling is not enabled."));
   }
   return p;
+}
+
+void resolve_bad_words(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer) {
+  if (auto err = engine::tokenize_bad_words(params, tokenizer)) {
+    throw ApiException(vllm_validation_error(err->message, err->parameter, sampling_error_value(*err, params)));
+  }
 }
 
 }  // namespace fp4serve::server::openai

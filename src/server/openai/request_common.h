@@ -13,6 +13,7 @@
 #include "checkpoint/generation_config.h"
 #include "engine/sampling_params.h"
 #include "server/openai/request_fields.h"
+#include "tokenizer/tokenizer.h"
 
 namespace fp4serve::server::openai {
 
@@ -66,6 +67,8 @@ struct CommonRequestFields {
   bool skip_special_tokens = true;
   bool spaces_between_special_tokens = true;
   std::vector<std::pair<std::string, double>> logit_bias;  // keys as sent; int() at mapping time
+  std::optional<int64_t> prompt_logprobs;  // -1 = whole vocabulary
+  std::vector<std::string> bad_words;
   // Streaming.
   bool stream = false;
   std::optional<StreamOptions> stream_options;
@@ -106,7 +109,7 @@ void check_stream_options(const Json& body);
 void check_logprob_fields(const Json& body, const char* top_field);
 
 // Refuses what fp4serve cannot do instead of ignoring it (beam search, structured outputs,
-// prompt logprobs, ...). Throws ApiException with a 400 that names the field.
+// logprob_token_ids, ...). Throws ApiException with a 400 that names the field.
 void refuse_unsupported_common(const Json& body, Endpoint endpoint);
 
 // The served model name: empty/absent = the first served name; unknown -> 404 (vLLM _check_model).
@@ -114,12 +117,19 @@ std::string resolve_model_name(const CommonRequestFields& fields, const ServerLi
 
 // to_sampling_params + SamplingParams.from_optional + vLLM's validation (prepare_sampling_params)
 // + the engine-side checks (priority). `logprobs` is the engine's top-N (completions: logprobs;
-// chat: top_logprobs when logprobs=true). Throws ApiException carrying vLLM's message and param.
+// chat: top_logprobs when logprobs=true); `prompt_logprobs` the prompt's (the request's field, or
+// with echo the logprobs count, as each endpoint decides). Throws ApiException carrying vLLM's
+// message and param.
 engine::SamplingParams make_sampling_params(const CommonRequestFields& fields, int64_t max_tokens,
                                             std::optional<int64_t> logprobs,
+                                            std::optional<int64_t> prompt_logprobs,
                                             const DefaultSamplingParams& defaults,
                                             const ServerLimits& limits,
                                             bool* temperature_raised = nullptr);
+
+// The engine's InputProcessor step for bad_words: tokenize_bad_words (engine/bad_words.h), its
+// refusals as vLLM's 400 (VLLMValidationError with the words as the value).
+void resolve_bad_words(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer);
 
 // Python's str() of the value vLLM attaches to a sampling error (for the " (parameter=, value=)"
 // suffix), or nullopt when vLLM attaches none.

@@ -290,10 +290,15 @@ void BodyReader::throw_if_issues() const {
 }
 
 std::string ignored_fields_warning(const std::vector<std::string>& fields) {
+  // A log line per request: keys and their number are the client's, so both are bounded.
+  constexpr std::size_t kMaxListedFields = 32;
   std::string set = "{";
-  for (std::size_t i = 0; i < fields.size(); ++i) {
+  for (std::size_t i = 0; i < fields.size() && i < kMaxListedFields; ++i) {
     if (i) set += ", ";
-    set += py_str_repr(fields[i]);
+    set += py_str_repr(echo_input(fields[i]));
+  }
+  if (fields.size() > kMaxListedFields) {
+    set += ", ...and " + std::to_string(fields.size() - kMaxListedFields) + " more";
   }
   return "The following fields were present in the request but ignored: " + set + "}";
 }

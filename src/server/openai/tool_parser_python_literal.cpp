@@ -41,6 +41,7 @@ bool take_digits(std::string_view s, std::size_t& i, std::string& out) {
 class LiteralParser {
  public:
   explicit LiteralParser(std::string_view text) : s_(text) {}
+  static constexpr int kMaxNesting = 200;
 
   std::optional<json> parse_all() {
     skip_ws();
@@ -73,6 +74,14 @@ class LiteralParser {
   }
 
   std::optional<json> value() {
+    // The text is model output: nesting is bounded like CPython's parser, which refuses more than
+    // 200 nested brackets ("too many nested parentheses"); a refusal keeps the text as a string.
+    if (depth_ >= kMaxNesting) return std::nullopt;
+    ++depth_;
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     skip_ws();
     if (i_ >= s_.size()) return std::nullopt;
     const char c = s_[i_];
@@ -304,6 +313,7 @@ class LiteralParser {
 
   std::string_view s_;
   std::size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

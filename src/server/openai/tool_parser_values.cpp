@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "server/openai/client_json.h"
 #include "server/openai/tool_parser_python_literal.h"
 
 #include "server/openai/python_text.h"
@@ -106,7 +107,9 @@ json convert_param_value(const std::string& value, const std::string& param_name
   const bool is_container = one_of(param_type, {"object", "array", "arr"}) || starts_with(param_type, "dict") ||
                             starts_with(param_type, "list");
   if (is_container) {
-    json parsed = json::parse(value, nullptr, /*allow_exceptions=*/false);
+    // Model output: nesting past the client-JSON bound is kept as text rather than parsed.
+    json parsed = find_excess_nesting(value) ? json(json::value_t::discarded)
+                                             : json::parse(value, nullptr, /*allow_exceptions=*/false);
     if (!parsed.is_discarded()) {
       // A JSON-encoded Python repr ("{'k': 'v'}" inside quotes) is decoded once more.
       if (parsed.is_string()) {

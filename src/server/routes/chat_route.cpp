@@ -39,7 +39,7 @@ struct ChatJob {
     for (engine::RequestOutput& out : channel->drain()) {
       if (done) return;
       if (out.error) {
-        fail(internal_error(*out.error));
+        fail(engine_output_error(out));
         return;
       }
       if (stream) stream_output(out);
@@ -81,9 +81,9 @@ struct ChatJob {
     }
   }
 
-  void accumulate(const engine::RequestOutput& out) {
+  void accumulate(engine::RequestOutput& out) {
     result.num_cached_tokens = out.num_cached_tokens;
-    for (const engine::SequenceDelta& d : out.deltas) {
+    for (engine::SequenceDelta& d : out.deltas) {
       const auto i = static_cast<size_t>(d.index);
       openai::ChatSequence& s = result.sequences.at(i);
       texts.at(i) += d.text;
@@ -150,6 +150,7 @@ void handle_chat(const ServingContext& ctx, std::shared_ptr<http::Exchange> ex) 
     const int64_t max_tokens = openai::resolve_max_tokens(max_len, job->req.requested_max_tokens(),
                                                           static_cast<int64_t>(ids.size()), ctx.defaults.max_tokens);
     r.params = openai::to_sampling_params(job->req, max_tokens, ctx.defaults, ctx.limits);
+    openai::resolve_bad_words(r.params, *ctx.tokenizer);
     job->rctx = make_response_context(ctx, *ex, "chatcmpl-", job->req.common.request_id, job->req.model_name);
     job->reasoning_parser = ctx.options.reasoning_parser;
     job->parse_options.reasoning_parser = ctx.options.reasoning_parser;

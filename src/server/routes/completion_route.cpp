@@ -41,7 +41,7 @@ struct CompletionJob {
       for (engine::RequestOutput& out : channels[i]->drain()) {
         if (done) break;
         if (out.error) {
-          fail(internal_error(*out.error));
+          fail(engine_output_error(out));
           return;
         }
         if (stream) {
@@ -64,10 +64,10 @@ struct CompletionJob {
     }
   }
 
-  void accumulate(size_t i, const engine::RequestOutput& out) {
+  void accumulate(size_t i, engine::RequestOutput& out) {
     openai::CompletionPromptResult& r = results[i];
     r.num_cached_tokens = out.num_cached_tokens;
-    for (const engine::SequenceDelta& d : out.deltas) {
+    for (engine::SequenceDelta& d : out.deltas) {
       openai::CompletionSequence& s = r.sequences.at(static_cast<size_t>(d.index));
       s.text += d.text;
       append_delta(s, d);
@@ -117,6 +117,7 @@ void handle_completion(const ServingContext& ctx, std::shared_ptr<http::Exchange
       engine::EngineRequest r;
       r.id = job->rctx.id + "-" + std::to_string(i);
       r.params = openai::to_sampling_params(job->req, max_tokens, ctx.defaults, ctx.limits);
+      openai::resolve_bad_words(r.params, *ctx.tokenizer);
       r.prompt_token_ids = ids;
       r.detokenize.skip_special_tokens = job->req.common.skip_special_tokens;
       r.detokenize.spaces_between_special_tokens = job->req.common.spaces_between_special_tokens;

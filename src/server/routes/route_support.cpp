@@ -48,6 +48,14 @@ openai::ApiError internal_error(const std::string& detail) {
   return err;
 }
 
+openai::ApiError engine_output_error(const engine::RequestOutput& out) {
+  if (!out.error_is_shutdown) return internal_error(out.error.value_or("engine error"));
+  return openai::ApiError{503, "ServiceUnavailableError",
+                          "The server is shutting down: this request was stopped before it finished "
+                          "(--shutdown-timeout passed)",
+                          std::nullopt};
+}
+
 openai::ResponseContext make_response_context(const ServingContext& ctx, const http::Exchange& ex,
                                               const std::string& id_prefix,
                                               const std::optional<std::string>& body_request_id,

@@ -21,6 +21,9 @@ inline constexpr int kRetryAfterSeconds = 1;
 void respond_engine_rejection(const std::shared_ptr<http::Exchange>& ex, const engine::EngineRejected& e);
 // 500 "Internal server error" for an engine-side failure of a request (vLLM's text for it).
 openai::ApiError internal_error(const std::string& detail);
+// The answer for an engine output that carries an error: 503 "the server is shutting down" when the
+// shutdown drain ended the request, else internal_error.
+openai::ApiError engine_output_error(const engine::RequestOutput& out);
 
 // The context every response of a request is built in: vLLM's id (prefix + X-Request-Id header, else
 // the body's request_id, else a random uuid), the creation time, the served name and the server's
@@ -31,11 +34,12 @@ openai::ResponseContext make_response_context(const ServingContext& ctx, const h
                                               const std::string& model_name);
 
 // Adds one engine delta's tokens, logprobs and end to an accumulated (non-streamed) sequence
-// (openai::CompletionSequence or openai::ChatSequence).
+// (openai::CompletionSequence or openai::ChatSequence); the prompt logprobs are moved out of it.
 template <class Sequence>
-void append_delta(Sequence& s, const engine::SequenceDelta& d) {
+void append_delta(Sequence& s, engine::SequenceDelta& d) {
   s.token_ids.insert(s.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
   s.logprobs.insert(s.logprobs.end(), d.logprobs.begin(), d.logprobs.end());
+  if (d.prompt_logprobs) s.prompt_logprobs = std::move(d.prompt_logprobs);
   if (d.finished()) {
     s.finish_reason = d.finish_reason;
     s.stop_reason = d.stop_reason;

@@ -44,9 +44,17 @@ std::vector<int32_t> synthetic_tokens(int64_t n, int64_t vocab, uint32_t seed) {
   return ids;
 }
 
-int32_t argmax_row(const std::vector<float>& logits, int64_t row, int64_t vocab) {
-  const float* p = logits.data() + row * vocab;
+int32_t argmax_row(const float* logits, int64_t row, int64_t vocab) {
+  const float* p = logits + row * vocab;
   return static_cast<int32_t>(std::max_element(p, p + vocab) - p);
+}
+
+// The logits rows in host memory: the view itself on a host-memory backend, else a copy.
+const float* host_logits(const kernels::Backend& be, const kernels::TensorView& logits, std::vector<float>& copy) {
+  if (logits.device == kernels::Device::kCpu) return logits.as<const float>();
+  copy.resize(static_cast<size_t>(logits.numel()));
+  const_cast<kernels::Backend&>(be).download(copy.data(), logits);
+  return copy.data();
 }
 
 // The memory of B sequences the way engine::ModelRunner holds it: a paged KV cache with a block
@@ -57,12 +65,18 @@ class BenchSequences {
       : attn_layers_(static_cast<int>(m.config().num_full_attention_layers())) {
     const ModelConfig& c = m.config();
     const int64_t blocks_per_seq = (max_tokens + kBlockSize - 1) / kBlockSize;
-    kv_ = model::PagedKvCache(attn_layers_, static_cast<int>(blocks_per_seq * count), kBlockSize,
+    const int gdn_layers = static_cast<int>(c.num_linear_attention_layers());
+    kv_ = model::PagedKvCache(m.backend(), attn_layers_, static_cast<int>(blocks_per_seq * count), kBlockSize,
                               static_cast<int>(c.num_key_value_heads), static_cast<int>(c.head_dim), kv_dtype);
-    slots_ = model::GdnStateArena(count, static_cast<int>(c.num_linear_attention_layers()), m.gdn_dims());
+    slots_ = model::GdnStateArena(m.backend(), count, gdn_layers, m.gdn_dims());
     tables_.resize(static_cast<size_t>(count));
+    gdn_.resize(static_cast<size_t>(count));
+    kv_views_.resize(static_cast<size_t>(count));
     for (int s = 0; s < count; ++s) {
       for (int64_t b = 0; b < blocks_per_seq; ++b) tables_[s].push_back(static_cast<int32_t>(s * blocks_per_seq + b));
+      gdn_[s].resize(static_cast<size_t>(gdn_layers));
+      slots_.refs(s, gdn_[s]);
+      for (int l = 0; l < attn_layers_; ++l) kv_views_[s].push_back(kv_.view(l, tables_[s], 1.0f, 1.0f));
     }
     pos_.assign(static_cast<size_t>(count), 0);
   }
@@ -72,8 +86,8 @@ class BenchSequences {
     model::BatchSequence b;
     b.tokens = tokens;
     b.pos0 = pos_[s];
-    b.gdn = slots_.refs(s);
-    for (int l = 0; l < attn_layers_; ++l) b.kv.push_back(kv_.view(l, tables_[s], 1.0f, 1.0f));
+    b.gdn = gdn_[s];
+    b.kv = kv_views_[s];
     b.logits = logits ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
     pos_[s] += static_cast<int64_t>(tokens.size());
     return b;
@@ -85,6 +99,8 @@ class BenchSequences {
   model::PagedKvCache kv_;
   model::GdnStateArena slots_;
   std::vector<std::vector<int32_t>> tables_;
+  std::vector<std::vector<kernels::GdnStateRef>> gdn_;
+  std::vector<std::vector<kernels::KvView>> kv_views_;
   std::vector<int64_t> pos_;
 };
 
@@ -164,13 +180,16 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o, std::ostream& log) 
     r.prompt_len = o.prompt_len;
     BenchSequences seqs(m, 1, o.prompt_len, kv);
     const std::vector<int32_t> prompt = synthetic_tokens(o.prompt_len, vocab, 1);
+    // One workspace for the run, as the engine's model runner holds one.
+    model::StepWorkspace ws(m.backend(), m.config(),
+                            kernels::StepLimits{o.max_num_batched_tokens, 1, 1, o.prompt_len});
     model::StepProfile prof;
     const auto t0 = clock_type::now();
     for (int64_t at = 0; at < o.prompt_len; at += o.max_num_batched_tokens) {
       const int64_t n = std::min<int64_t>(o.max_num_batched_tokens, o.prompt_len - at);
       const bool last = at + n == o.prompt_len;
       std::vector<model::BatchSequence> step{seqs.entry(0, std::span(prompt).subspan(at, n), last)};
-      m.forward_batch(step, nullptr, &prof);
+      m.forward_step(step, ws, &prof);
     }
     r.prefill_seconds = seconds_since(t0);
     r.prefill_tok_s = o.prompt_len / r.prefill_seconds;
@@ -186,13 +205,18 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o, std::ostream& log) 
     for (int s = 0; s < B; ++s) prompts.push_back(synthetic_tokens(o.decode_prompt_len, vocab, 100 + s));
     std::vector<model::BatchSequence> step;
     for (int s = 0; s < B; ++s) step.push_back(seqs.entry(s, prompts[s], true));
-    std::vector<float> logits = m.forward_batch(step);
+    model::StepWorkspace ws(m.backend(), m.config(),
+                            kernels::StepLimits{std::max<int64_t>(B * o.decode_prompt_len, B), B, B,
+                                                o.decode_prompt_len + kWarmupSteps + o.decode_steps});
+    std::vector<float> host_copy;
+    kernels::TensorView logits = m.forward_step(step, ws);
     std::vector<int32_t> next(static_cast<size_t>(B));
     auto decode_step = [&](model::StepProfile* prof) {
-      for (int s = 0; s < B; ++s) next[s] = argmax_row(logits, s, vocab);
+      const float* rows = host_logits(m.backend(), logits, host_copy);
+      for (int s = 0; s < B; ++s) next[s] = argmax_row(rows, s, vocab);
       step.clear();
       for (int s = 0; s < B; ++s) step.push_back(seqs.entry(s, std::span<const int32_t>(&next[s], 1), true));
-      logits = m.forward_batch(step, nullptr, prof);
+      logits = m.forward_step(step, ws, prof);
     };
     for (int i = 0; i < kWarmupSteps; ++i) decode_step(nullptr);
     model::StepProfile prof;

@@ -53,6 +53,7 @@ struct Finished {
   std::vector<std::string> finish_reason;
   std::vector<StopReason> stop_reason;
   std::vector<std::vector<SampleLogprobs>> logprobs;
+  std::vector<std::optional<PromptLogprobs>> prompt_logprobs;  // per sequence index
   int num_outputs = 0;
   int num_cached_tokens = 0;
   std::optional<std::string> error;
@@ -66,6 +67,7 @@ inline Finished collect(OutputChannel& ch, int n = 1) {
   f.finish_reason.resize(n);
   f.stop_reason.resize(n);
   f.logprobs.resize(n);
+  f.prompt_logprobs.resize(n);
   while (true) {
     auto out = ch.pop(std::chrono::seconds(120));
     if (!out) {
@@ -78,6 +80,10 @@ inline Finished collect(OutputChannel& ch, int n = 1) {
       f.tokens[i].insert(f.tokens[i].end(), d.token_ids.begin(), d.token_ids.end());
       f.text[i] += d.text;
       for (auto& lp : d.logprobs) f.logprobs[i].push_back(lp);
+      if (d.prompt_logprobs) {
+        EXPECT_FALSE(f.prompt_logprobs[i]) << "prompt logprobs come once, with the first token";
+        f.prompt_logprobs[i] = std::move(d.prompt_logprobs);
+      }
       if (d.finished()) {
         f.finish_reason[i] = d.finish_reason;
         f.stop_reason[i] = d.stop_reason;

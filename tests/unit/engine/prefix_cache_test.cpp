@@ -42,6 +42,54 @@ TEST(PrefixCache, IdenticalPromptHitIsCappedToRecomputeTheLastToken) {
   EXPECT_EQ(st.snapshots.num_pinned(), 0);
 }
 
+TEST(PrefixCache, PromptLogprobsSkipTheLookupAndAskForEveryPromptRow) {
+  StackConfig c;
+  c.max_num_batched_tokens = 12;  // a 32-token prompt in chunks of 12, 12, 8
+  Stack st(c);
+  st.sched.add_request("a", iota_tokens(32), 1);
+  run_to_completion(st);
+  const SchedulerMetrics before = st.sched.metrics();
+
+  Request& r = st.sched.add_request("b", iota_tokens(32), 2);
+  r.prompt_logprobs_pending = true;
+  std::vector<int> starts, rows;
+  while (st.sched.has_unfinished_requests()) {
+    const SchedulerOutput& out = st.sched.schedule();
+    ASSERT_EQ(out.scheduled.size(), 1u);
+    const ScheduledRequest& s = out.scheduled[0];
+    if (starts.empty()) EXPECT_EQ(s.state_init, StateInit::kZero) << "no prefix hit although one exists";
+    starts.push_back(s.start_position);
+    rows.push_back(s.prompt_logit_rows);
+    st.sched.update_from_output(testing::run_fake_model(out));
+  }
+  // Rows of positions 0..30 score tokens 1..31; the last prompt row (31) samples and is not one.
+  EXPECT_EQ(starts, (std::vector<int>{0, 12, 24, 32}));
+  EXPECT_EQ(rows, (std::vector<int>{12, 12, 7, 0}));
+  const SchedulerMetrics after = st.sched.metrics();
+  EXPECT_EQ(after.prefix_cache_queries, before.prefix_cache_queries) << "a skipped lookup is no query";
+  EXPECT_EQ(after.prefix_cache_hits, before.prefix_cache_hits);
+
+  // It still filled the cache: the same prompt without prompt logprobs hits.
+  st.sched.add_request("c", iota_tokens(32), 1);
+  const SchedulerOutput& out = st.sched.schedule();
+  ASSERT_EQ(out.scheduled.size(), 1u);
+  EXPECT_EQ(out.scheduled[0].start_position, 28);
+  EXPECT_EQ(out.scheduled[0].prompt_logit_rows, 0);
+  st.sched.update_from_output(testing::run_fake_model(out));
+}
+
+TEST(PrefixCache, PromptLogprobsAreDoneOnceThePromptRan) {
+  Stack st(StackConfig{});
+  Request& r = st.sched.add_request("a", iota_tokens(10), 3);
+  r.prompt_logprobs_pending = true;
+  const SchedulerOutput& out = st.sched.schedule();
+  EXPECT_EQ(out.scheduled.at(0).prompt_logit_rows, 9);
+  st.sched.update_from_output(testing::run_fake_model(out));
+  // A recompute after a later preemption neither needs the rows nor skips the cache.
+  EXPECT_FALSE(r.prompt_logprobs_pending);
+  run_to_completion(st);
+}
+
 TEST(PrefixCache, ContinuationHitsAtThePreviousSequenceEnd) {
   Stack st(StackConfig{});
   st.sched.add_request("turn1", iota_tokens(30), 7);

@@ -159,6 +159,45 @@ TEST(SamplingParamsValidation, LogprobsMessages) {
   EXPECT_FALSE(prepare_sampling_params(all, unlimited).has_value());
 }
 
+TEST(SamplingParamsValidation, PromptLogprobsMessages) {
+  SamplingParams p;
+  std::string param;
+  p.prompt_logprobs = -2;
+  EXPECT_EQ(error_of(p, &param), "prompt_logprobs must be non-negative or -1, got -2.");
+  EXPECT_EQ(param, "prompt_logprobs");
+  p.prompt_logprobs = 21;
+  EXPECT_EQ(error_of(p, &param), "Requested prompt logprobs of 21, which is greater than max allowed: 20");
+  EXPECT_EQ(param, "prompt_logprobs");
+  p.prompt_logprobs = -1;
+  EXPECT_EQ(error_of(p), "Requested prompt logprobs of 248320, which is greater than max allowed: 20");
+  p.prompt_logprobs = 20;
+  EXPECT_EQ(error_of(p), "");
+  p.prompt_logprobs = 0;  // the prompt token's own logprob only
+  EXPECT_EQ(error_of(p), "");
+  // Sample logprobs are checked first (vLLM _validate_logprobs).
+  p.logprobs = 30;
+  p.prompt_logprobs = 30;
+  EXPECT_EQ(error_of(p, &param), "Requested sample logprobs of 30, which is greater than max allowed: 20");
+
+  SamplingLimits unlimited = qwen_limits();
+  unlimited.max_logprobs = -1;
+  SamplingParams all;
+  all.prompt_logprobs = -1;
+  EXPECT_FALSE(prepare_sampling_params(all, unlimited).has_value());
+}
+
+TEST(SamplingParamsValidation, BadWords) {
+  SamplingParams p;
+  p.bad_words = {"a", "b", "a", "c", "b"};
+  ASSERT_FALSE(prepare_sampling_params(p, qwen_limits()));
+  EXPECT_EQ(p.bad_words, (std::vector<std::string>{"a", "b", "c"})) << "dict.fromkeys order";
+  SamplingParams empty;
+  empty.bad_words = {"x", "", "it's", "x"};
+  std::string param = "unset";
+  EXPECT_EQ(error_of(empty, &param), "bad_words cannot contain an empty string. Got bad_words=['x', '', \"it's\"]");
+  EXPECT_EQ(param, "");
+}
+
 TEST(SamplingParamsValidation, LogitBiasOutOfVocabulary) {
   SamplingParams p;
   std::string param;

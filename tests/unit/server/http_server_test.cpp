@@ -154,7 +154,8 @@ TEST(HttpServer, MalformedRequestsGet400AndNeverStopTheServer) {
 
 TEST(HttpServer, RandomBytesNeverCrashTheServer) {
   auto cfg = test_config();
-  cfg.request_timeout = std::chrono::milliseconds(200);  // bytes that parse as a partial request
+  cfg.request_head_timeout = std::chrono::milliseconds(200);  // bytes that parse as a partial request
+  cfg.request_body_timeout = std::chrono::milliseconds(200);
   cfg.keep_alive_timeout = std::chrono::milliseconds(200);  // or, by luck, as a whole one
   HttpServer server(cfg, echo_router());
   server.start();
@@ -250,7 +251,8 @@ TEST(HttpServer, ConnectionCloseIsHonoured) {
 TEST(HttpServer, IdleAndSlowRequestTimeouts) {
   auto cfg = test_config();
   cfg.keep_alive_timeout = std::chrono::milliseconds(50);
-  cfg.request_timeout = std::chrono::milliseconds(50);
+  cfg.request_head_timeout = std::chrono::milliseconds(50);
+  cfg.request_body_timeout = std::chrono::milliseconds(50);
   HttpServer server(cfg, echo_router());
   server.start();
   {
@@ -262,8 +264,88 @@ TEST(HttpServer, IdleAndSlowRequestTimeouts) {
     slow.send("GET /health HTTP/1.1\r\nHost:");  // never finished
     auto r = slow.read_response();
     EXPECT_EQ(r.status, 408);
+    EXPECT_NE(r.body.find("request head"), std::string::npos) << r.body;
     EXPECT_TRUE(slow.at_eof());
   }
+  {
+    RawClient slow_body(server.port());
+    slow_body.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");  // 7 bytes short
+    auto r = slow_body.read_response();
+    EXPECT_EQ(r.status, 408);
+    EXPECT_NE(r.body.find("request body"), std::string::npos) << r.body;
+    EXPECT_TRUE(slow_body.at_eof());
+  }
+}
+
+TEST(HttpServer, TricklingAHeadDoesNotExtendItsDeadline) {
+  auto cfg = test_config();
+  cfg.request_head_timeout = std::chrono::milliseconds(300);
+  HttpServer server(cfg, echo_router());
+  server.start();
+  RawClient slow(server.port());
+  const auto start = std::chrono::steady_clock::now();
+  const std::string head = "GET /health HTTP/1.1\r\nHost: x\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+  std::size_t sent = 0;
+  // One byte every 20 ms: far longer than the deadline in total, each byte well inside it.
+  while (sent < head.size() && std::chrono::steady_clock::now() - start < std::chrono::seconds(2)) {
+    try {
+      slow.send(head.substr(sent++, 1));
+    } catch (const std::exception&) {
+      break;  // the server closed after its 408
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto r = slow.read_response();
+  EXPECT_EQ(r.status, 408);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(1500));
+}
+
+TEST(HttpServer, AtTheCapTheOldestIdleConnectionMakesRoom) {
+  auto cfg = test_config();
+  cfg.max_connections = 2;
+  HttpServer server(cfg, echo_router());
+  server.start();
+  RawClient first(server.port());
+  RawClient second(server.port());
+  EXPECT_EQ(second.request("GET", "/health").status, 200);
+  RawClient third(server.port());  // evicts `first`, the oldest without a request in flight
+  EXPECT_EQ(third.request("GET", "/health").status, 200);
+  EXPECT_TRUE(first.at_eof());
+  EXPECT_EQ(second.request("GET", "/health").status, 200);
+  EXPECT_LE(server.open_connections(), 2u);
+}
+
+TEST(HttpServer, PastTheCapWithEveryConnectionBusyOnlyProbesAreAnswered) {
+  auto cfg = test_config();
+  cfg.max_connections = 1;
+  Router router = echo_router();
+  std::vector<std::shared_ptr<Exchange>> held;
+  std::mutex held_mu;
+  router.get("/hold", [&](std::shared_ptr<Exchange> ex) {
+    std::lock_guard lock(held_mu);
+    held.push_back(std::move(ex));  // answered at the end of the test
+  });
+  router.get("/health", [](std::shared_ptr<Exchange> ex) { ex->respond({200, "text/plain", {}, "ok"}); });
+  HttpServer server(cfg, router);
+  server.start();
+  RawClient busy(server.port());
+  busy.send_request("GET", "/hold");
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  RawClient other(server.port());
+  auto refused = other.request("GET", "/echo");
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.header("retry-after"), "1");
+  EXPECT_NE(refused.body.find("connection limit"), std::string::npos) << refused.body;
+  EXPECT_TRUE(other.at_eof());
+  RawClient probe(server.port());
+  EXPECT_EQ(probe.request("GET", "/health").status, 200);
+  EXPECT_TRUE(probe.at_eof()) << "an overflow connection is not kept alive";
+  {
+    std::lock_guard lock(held_mu);
+    ASSERT_EQ(held.size(), 1u);
+    held[0]->respond({200, "text/plain", {}, "done"});
+  }
+  EXPECT_EQ(busy.read_response().status, 200);
 }
 
 TEST(HttpServer, AccessLogRecordsEveryResponse) {

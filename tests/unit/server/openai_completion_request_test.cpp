@@ -182,8 +182,7 @@ TEST(CompletionRequest, UnsupportedFieldsAreRefusedClearly) {
             std::string::npos)
       << e.message;
   EXPECT_EQ(error_of(R"({"prompt": "x", "structured_outputs": {"regex": "a+"}})").param, "structured_outputs");
-  EXPECT_EQ(error_of(R"({"prompt": "x", "prompt_logprobs": 1})").param, "prompt_logprobs");
-  EXPECT_EQ(error_of(R"({"prompt": "x", "echo": true, "logprobs": 1})").param, "echo");
+  EXPECT_EQ(error_of(R"({"prompt": "x", "logprob_token_ids": [1], "logprobs": 1})").param, "logprob_token_ids");
   EXPECT_EQ(error_of(R"({"prompt": "x", "guided_json": {}})").param, "guided_json");
 }
 

@@ -1,0 +1,340 @@
+#include "kernels/cpu/cpu_backend.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "kernels/activation.h"
+#include "kernels/bf16.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/sampling_cpu.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/linear.h"
+#include "kernels/norm.h"
+
+namespace fp4serve::kernels::cpu {
+namespace {
+
+constexpr std::size_t kMapThreshold = 64 * 1024;
+
+std::shared_ptr<void> zeroed_memory(std::size_t bytes, std::string_view what) {
+  if (bytes == 0) return {};
+  if (bytes >= kMapThreshold) {
+    // Anonymous mappings are zero pages until written: a cache sized to the budget is free until used.
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return std::shared_ptr<void>(p, [bytes](void* q) { ::munmap(q, bytes); });
+  }
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == nullptr) throw std::runtime_error(fmt::format("cannot allocate {} bytes for {}", bytes, what));
+  std::memset(p, 0, bytes);
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+// Grow-only scratch of the calling thread for the bf16 -> fp32 copy of a linear batch's input.
+float* input_scratch(std::size_t floats) {
+  thread_local std::vector<float> buf;
+  if (buf.size() < floats) buf.resize(floats);
+  return buf.data();
+}
+
+void check_rows(const TensorView& v, int64_t rows, const char* what) {
+  if (v.rank < 1 || v.dim(0) < rows) throw std::invalid_argument(std::string(what) + ": fewer rows than the step");
+}
+
+}  // namespace
+
+CpuBackend::CpuBackend(Isa isa)
+    : isa_(isa), pack_(kernel_table(isa).linear_packed != nullptr) {
+  if (!isa_supported(isa)) throw std::runtime_error(fmt::format("CPU backend: this CPU cannot run the {} tier", isa_name(isa)));
+}
+
+CpuBackend::~CpuBackend() = default;
+
+std::string CpuBackend::describe() const {
+  return fmt::format("cpu {} ({} threads)", isa_name(isa_), num_threads());
+}
+
+void CpuBackend::reserve(const StepLimits& limits) {
+  (void)limits;  // per-thread kernel scratch is reserved by the kernels on first use (see step_workspace)
+}
+
+// ---- memory -------------------------------------------------------------------------------
+
+DeviceBuffer CpuBackend::allocate(std::size_t bytes, std::string_view what) {
+  return DeviceBuffer(zeroed_memory(bytes, what), bytes, Device::kCpu);
+}
+
+void CpuBackend::upload(const TensorView& dst, const void* host) {
+  if (!dst.is_contiguous()) throw std::invalid_argument("CpuBackend::upload: destination is not contiguous");
+  std::memcpy(dst.data, host, dst.bytes());
+}
+
+void CpuBackend::download(void* host, const TensorView& src) {
+  if (!src.is_contiguous()) throw std::invalid_argument("CpuBackend::download: source is not contiguous");
+  std::memcpy(host, src.data, src.bytes());
+}
+
+void CpuBackend::copy(const TensorView& dst, const TensorView& src) {
+  if (dst.dtype != src.dtype || dst.numel() != src.numel())
+    throw std::invalid_argument("CpuBackend::copy: views differ in type or size");
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    std::memmove(dst.data, src.data, src.bytes());
+    return;
+  }
+  // Strided 2-D: rows of contiguous elements.
+  if (dst.rank != 2 || src.rank != 2 || dst.shape != src.shape || dst.stride[1] != 1 || src.stride[1] != 1)
+    throw std::invalid_argument("CpuBackend::copy: only contiguous or row-strided 2-D views");
+  const std::size_t es = src.element_size();
+  const std::size_t row = static_cast<std::size_t>(src.dim(1)) * es;
+  for (int64_t r = 0; r < src.dim(0); ++r) {
+    std::memcpy(static_cast<char*>(dst.data) + static_cast<std::size_t>(r * dst.stride[0]) * es,
+                static_cast<const char*>(src.data) + static_cast<std::size_t>(r * src.stride[0]) * es, row);
+  }
+}
+
+void CpuBackend::zero(const TensorView& dst) {
+  if (!dst.is_contiguous()) throw std::invalid_argument("CpuBackend::zero: view is not contiguous");
+  std::memset(dst.data, 0, dst.bytes());
+}
+
+// ---- weights ------------------------------------------------------------------------------
+
+WeightView CpuBackend::prepared_view(const WeightView& w, const ReleaseSource& release) {
+  if (w.format == WeightFormat::kInt4Gptq) {
+    // The fast CPU layout on every tier: nibble rows and fp32 scales (weights.h kInt4Packed).
+    int4_.push_back(int4_repack(w));
+    return int4_.back().view();
+  }
+  if (!pack_ || !packable(w)) return w;
+  if (!arena_) arena_ = std::make_unique<PanelArena>();
+  const auto t0 = std::chrono::steady_clock::now();
+  packed_.push_back(pack_weight(w, arena_.get()));
+  pack_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  packed_bytes_ += packed_.back().size_bytes();
+  ++packed_linears_;
+  // The panels are a copy in the kernels' order: the checkpoint's pages of the weight can go (still
+  // readable; they fault back from the page cache if a lower tier ever reads the plain view).
+  if (release)
+    for (const auto& range : weight_source_bytes(w)) release(range);
+  return with_packed(w, packed_.back());
+}
+
+LinearHandle CpuBackend::prepare_linear(const WeightView& w, const ReleaseSource& release) {
+  std::lock_guard lock(mu_);
+  linears_.push_back(prepared_view(w, release));
+  return LinearHandle{&linears_.back(), w.n, w.k, w.format};
+}
+
+MoeHandle CpuBackend::prepare_moe(const MoeWeights& moe, const ReleaseSource& release) {
+  std::lock_guard lock(mu_);
+  MoeWeights m = moe;
+  m.router = prepared_view(moe.router, release);
+  for (ExpertWeights& e : m.experts) {
+    e.gate = prepared_view(e.gate, release);
+    e.up = prepared_view(e.up, release);
+    e.down = prepared_view(e.down, release);
+  }
+  if (m.has_shared) {
+    m.shared.gate = prepared_view(m.shared.gate, release);
+    m.shared.up = prepared_view(m.shared.up, release);
+    m.shared.down = prepared_view(m.shared.down, release);
+    m.shared_gate = prepared_view(m.shared_gate, release);
+  }
+  moes_.push_back(std::move(m));
+  return MoeHandle{&moes_.back(), moe.router.k, static_cast<int64_t>(moe.experts.size()), moe.top_k};
+}
+
+TensorView CpuBackend::prepare_tensor(const TensorView& host) { return host; }
+
+std::string CpuBackend::weights_summary() const {
+  if (packed_linears_ == 0) return fmt::format("CPU weights: read in place ({} tier has no panel kernels)", isa_name(isa_));
+  return fmt::format("CPU weights: {} linears packed at load into 16-row panels for the {} kernels ({:.2f} GB, {:.1f} s)",
+                     packed_linears_, isa_name(isa_), static_cast<double>(packed_bytes_) / 1e9, pack_seconds_);
+}
+
+// ---- ops ----------------------------------------------------------------------------------
+
+void CpuBackend::embedding(const TensorView& table, const TensorView& ids, const TensorView& out) {
+  expect_view(table, DType::kBF16, {-1, -1}, "embedding table");
+  expect_view(ids, DType::kI32, {-1}, "embedding ids");
+  expect_view(out, DType::kBF16, {ids.dim(0), table.dim(1)}, "embedding out");
+  embedding_lookup(table.as<const uint16_t>(), table.dim(0), table.dim(1), ids.as<const int32_t>(), ids.dim(0),
+                   out.as<uint16_t>());
+}
+
+void CpuBackend::rmsnorm(const TensorView& x, const TensorView& w, float eps, NormKind kind, const TensorView& out) {
+  expect_view(x, DType::kBF16, {-1, -1}, "rmsnorm x");
+  expect_view(w, DType::kF32, {x.dim(1)}, "rmsnorm weight");
+  expect_view(out, DType::kBF16, {x.dim(0), x.dim(1)}, "rmsnorm out");
+  if (!x.is_contiguous() || !out.is_contiguous()) throw std::invalid_argument("rmsnorm: rows must be contiguous");
+  (void)kind;  // kOnePlus is the only kind
+  rmsnorm_1p(x.as<const uint16_t>(), x.dim(0), x.dim(1), w.as<const float>(), eps, out.as<uint16_t>(), isa_);
+}
+
+void CpuBackend::rmsnorm_gated(const TensorView& x, const TensorView& z, const TensorView& w, float eps,
+                               const TensorView& out) {
+  expect_view(x, DType::kBF16, {-1, -1}, "rmsnorm_gated x");
+  expect_view(z, DType::kBF16, {x.dim(0), x.dim(1)}, "rmsnorm_gated z");
+  expect_view(w, DType::kF32, {x.dim(1)}, "rmsnorm_gated weight");
+  expect_view(out, DType::kBF16, {x.dim(0), x.dim(1)}, "rmsnorm_gated out");
+  kernels::rmsnorm_gated(x.as<const uint16_t>(), z.as<const uint16_t>(), x.dim(0), x.dim(1), w.as<const float>(), eps,
+                         out.as<uint16_t>(), isa_);
+}
+
+void CpuBackend::linears(const TensorView& x, std::span<const LinearOut> outs) {
+  expect_view(x, DType::kBF16, {-1, -1}, "linears x");
+  if (!x.is_contiguous()) throw std::invalid_argument("linears: x must be contiguous");
+  const int64_t M = x.dim(0), K = x.dim(1);
+  float* xf = input_scratch(static_cast<std::size_t>(M * K));
+  bf16_to_f32(x.as<const uint16_t>(), xf, M * K);
+  thread_local std::vector<LinearJob> jobs;
+  jobs.clear();
+  for (const LinearOut& o : outs) {
+    if (o.w.k != K) throw std::invalid_argument(fmt::format("linears: weight of K {} for x of K {}", o.w.k, K));
+    expect_view(o.out, DType::kF32, {M, o.w.n}, "linears out");
+    const auto* view = static_cast<const WeightView*>(o.w.impl);
+    jobs.push_back({xf, M, K, *view, o.out.as<float>(), o.out.stride[0]});
+  }
+  linear_batch(jobs, isa_);
+}
+
+void CpuBackend::to_bf16(const TensorView& x, const TensorView& out) {
+  if (x.dtype != DType::kF32 || out.dtype != DType::kBF16 || x.numel() != out.numel() || !x.is_contiguous() ||
+      !out.is_contiguous())
+    throw std::invalid_argument("to_bf16: expected contiguous f32 in and bf16 out of the same size");
+  f32_to_bf16(x.as<const float>(), out.as<uint16_t>(), x.numel());
+}
+
+void CpuBackend::round_bf16(const TensorView& x) {
+  if (x.dtype != DType::kF32 || !x.is_contiguous()) throw std::invalid_argument("round_bf16: expected contiguous f32");
+  round_bf16_inplace(x.as<float>(), x.numel());
+}
+
+void CpuBackend::residual_add(const TensorView& x, const TensorView& y) {
+  expect_view(x, DType::kBF16, {-1, -1}, "residual x");
+  expect_view(y, DType::kBF16, {x.dim(0), x.dim(1)}, "residual y");
+  uint16_t* a = x.as<uint16_t>();
+  const uint16_t* b = y.as<const uint16_t>();
+  const int64_t n = x.numel();
+  for (int64_t i = 0; i < n; ++i) a[i] = f32_to_bf16_bits(bf16_bits_to_f32(a[i]) + bf16_bits_to_f32(b[i]));
+}
+
+void CpuBackend::rope(const TensorView& x, const TensorView& positions, const RopeConfig& cfg) {
+  expect_view(x, DType::kBF16, {-1, -1, cfg.head_dim}, "rope x");
+  expect_view(positions, DType::kI64, {x.dim(0)}, "rope positions");
+  apply_rope_text(x.as<uint16_t>(), x.dim(0), x.dim(1), cfg, positions.as<const int64_t>());
+}
+
+void CpuBackend::kv_write(std::span<const AttentionSeqDesc> seqs, const TensorView& k, const TensorView& v) {
+  expect_view(k, DType::kBF16, {-1, -1, -1}, "kv_write k");
+  expect_view(v, DType::kBF16, {k.dim(0), k.dim(1), k.dim(2)}, "kv_write v");
+  const int64_t row = k.dim(1) * k.dim(2);
+  for (const AttentionSeqDesc& s : seqs) {
+    if (s.seq.rows == 0) continue;
+    check_rows(k, s.seq.row0 + s.seq.rows, "kv_write");
+    kernels::kv_write(s.kv, k.as<const uint16_t>() + s.seq.row0 * row, v.as<const uint16_t>() + s.seq.row0 * row,
+                      s.seq.rows, s.seq.pos0);
+  }
+}
+
+void CpuBackend::attention(std::span<const AttentionSeqDesc> seqs, const TensorView& q, const TensorView& gate,
+                           const TensorView& out, AttentionMath math) {
+  expect_view(q, DType::kBF16, {-1, -1, -1}, "attention q");
+  const int64_t T = q.dim(0), Hq = q.dim(1), D = q.dim(2);
+  expect_view(gate, DType::kBF16, {T, Hq * D}, "attention gate");
+  expect_view(out, DType::kBF16, {T, Hq * D}, "attention out");
+  thread_local std::vector<AttentionSeq> work;
+  work.clear();
+  for (const AttentionSeqDesc& s : seqs) {
+    if (s.seq.rows == 0) continue;
+    check_rows(q, s.seq.row0 + s.seq.rows, "attention");
+    AttentionSeq a;
+    a.q = q.as<const uint16_t>() + s.seq.row0 * Hq * D;
+    a.gate = gate.as<const uint16_t>() + s.seq.row0 * Hq * D;
+    a.T = s.seq.rows;
+    a.pos0 = s.seq.pos0;
+    a.kv = s.kv;
+    a.out = out.as<uint16_t>() + s.seq.row0 * Hq * D;
+    work.push_back(a);
+  }
+  gated_attention(work, static_cast<int>(Hq), isa_, math);
+}
+
+void CpuBackend::gdn_gating(const TensorView& a, const TensorView& b, const TensorView& A_log,
+                            const TensorView& dt_bias, const TensorView& g, const TensorView& beta) {
+  expect_view(a, DType::kF32, {-1, -1}, "gdn_gating a");
+  const int64_t T = a.dim(0), Hv = a.dim(1);
+  expect_view(b, DType::kF32, {T, Hv}, "gdn_gating b");
+  expect_view(A_log, DType::kF32, {Hv}, "gdn_gating A_log");
+  expect_view(dt_bias, DType::kF32, {Hv}, "gdn_gating dt_bias");
+  expect_view(g, DType::kF32, {T, Hv}, "gdn_gating g");
+  expect_view(beta, DType::kF32, {T, Hv}, "gdn_gating beta");
+  kernels::gdn_gating(a.as<const float>(), b.as<const float>(), A_log.as<const float>(), dt_bias.as<const float>(), T,
+                      static_cast<int>(Hv), g.as<float>(), beta.as<float>());
+}
+
+void CpuBackend::gdn_sequence(const GdnDims& d, const TensorView& conv_weight, const GdnSeqDesc& s,
+                              const TensorView& x, const TensorView& g, const TensorView& beta,
+                              const TensorView& qkv_out, const TensorView& core_out) {
+  const int64_t C = d.conv_dim(), Vd = d.value_dim();
+  expect_view(conv_weight, DType::kBF16, {C, d.conv_kernel}, "gdn conv weight");
+  expect_view(x, DType::kBF16, {-1, C}, "gdn x");
+  expect_view(qkv_out, DType::kBF16, {x.dim(0), C}, "gdn qkv out");
+  expect_view(core_out, DType::kBF16, {x.dim(0), Vd}, "gdn core out");
+  expect_view(g, DType::kF32, {x.dim(0), d.Hv}, "gdn g");
+  expect_view(beta, DType::kF32, {x.dim(0), d.Hv}, "gdn beta");
+  if (s.seq.rows == 0) return;
+  check_rows(x, s.seq.row0 + s.seq.rows, "gdn_sequence");
+  const int64_t r = s.seq.row0, m = s.seq.rows;
+  gdn_conv1d(x.as<const uint16_t>() + r * C, m, C, conv_weight.as<const uint16_t>(), d.conv_kernel, s.state.conv,
+             qkv_out.as<uint16_t>() + r * C);
+  gdn_recurrent(qkv_out.as<const uint16_t>() + r * C, m, d, g.as<const float>() + r * d.Hv,
+                beta.as<const float>() + r * d.Hv, s.state.ssm, core_out.as<uint16_t>() + r * Vd, isa_);
+}
+
+void CpuBackend::moe(const TensorView& x, const MoeHandle& moe, const TensorView& out) {
+  expect_view(x, DType::kBF16, {-1, moe.hidden}, "moe x");
+  expect_view(out, DType::kBF16, {x.dim(0), moe.hidden}, "moe out");
+  moe_block(x.as<const uint16_t>(), x.dim(0), *static_cast<const MoeWeights*>(moe.impl), out.as<uint16_t>(), isa_);
+}
+
+void CpuBackend::state_copy(std::span<const GdnStateRef> dst, std::span<const GdnStateRef> src, const GdnDims& d) {
+  if (dst.size() != src.size()) throw std::invalid_argument("state_copy: layer counts differ");
+  for (std::size_t l = 0; l < dst.size(); ++l) {
+    std::copy_n(src[l].conv, d.conv_state_elems(), dst[l].conv);
+    std::copy_n(src[l].ssm, d.state_elems(), dst[l].ssm);
+  }
+}
+
+void CpuBackend::state_zero(std::span<const GdnStateRef> dst, const GdnDims& d) {
+  for (const GdnStateRef& s : dst) {
+    std::fill_n(s.conv, d.conv_state_elems(), uint16_t{0});
+    std::fill_n(s.ssm, d.state_elems(), 0.0f);
+  }
+}
+
+void CpuBackend::gather_rows(const TensorView& x, std::span<const int64_t> rows, const TensorView& out) {
+  expect_view(x, DType::kBF16, {-1, -1}, "gather_rows x");
+  const int64_t H = x.dim(1);
+  expect_view(out, DType::kBF16, {static_cast<int64_t>(rows.size()), H}, "gather_rows out");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= x.dim(0)) throw std::out_of_range("gather_rows: row outside the step");
+    std::copy_n(x.as<const uint16_t>() + rows[i] * x.stride[0], H, out.as<uint16_t>() + static_cast<int64_t>(i) * H);
+  }
+}
+
+void CpuBackend::sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
+                        std::span<SampleResult> out) {
+  expect_view(logits, DType::kF32, {static_cast<int64_t>(rows.size()), config.vocab_size}, "sample logits");
+  if (out.size() != rows.size()) throw std::invalid_argument("sample: one result per row");
+  sample_rows(logits.as<float>(), rows, config, out);
+}
+
+}  // namespace fp4serve::kernels::cpu
