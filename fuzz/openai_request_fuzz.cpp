@@ -107,7 +107,8 @@ void chat(const server::ServingContext& ctx, std::string_view body) {
       oa::resolve_max_tokens(max_len, req.requested_max_tokens(), static_cast<int64_t>(ids.size()), ctx.defaults.max_tokens);
   if (static_cast<int64_t>(ids.size()) + max_tokens > max_len)
     fuzz::finding("chat: max_tokens " + std::to_string(max_tokens) + " for a prompt of " + std::to_string(ids.size()), body);
-  (void)oa::to_sampling_params(req, max_tokens, ctx.defaults, ctx.limits);
+  engine::SamplingParams params = oa::to_sampling_params(req, max_tokens, ctx.defaults, ctx.limits);
+  oa::resolve_bad_words(params, *ctx.tokenizer);
   (void)oa::prompt_ends_reasoning(prompt);
   (void)req.echo_prefix();
 }
@@ -127,7 +128,8 @@ void completion(const server::ServingContext& ctx, std::string_view body) {
     oa::check_prompt_token_ids(ids, ctx.limits.sampling.vocab_size);
     const int64_t max_tokens =
         oa::resolve_max_tokens(max_len, req.max_tokens, static_cast<int64_t>(ids.size()), ctx.defaults.max_tokens);
-    (void)oa::to_sampling_params(req, max_tokens, ctx.defaults, ctx.limits);
+    engine::SamplingParams params = oa::to_sampling_params(req, max_tokens, ctx.defaults, ctx.limits);
+    oa::resolve_bad_words(params, *ctx.tokenizer);
     const std::string text = p.text ? *p.text : ctx.tokenizer->decode(ids);
     if (!tokenizer::utf8::is_valid(text)) fuzz::finding("completion: prompt text is not valid UTF-8", body);
   }
