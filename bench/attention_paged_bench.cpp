@@ -15,6 +15,7 @@
 
 #include "bench_weights.h"
 #include "kernels/attention.h"
+#include "kernels/cpu/attention_cpu.h"
 
 namespace {
 

@@ -16,13 +16,13 @@
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/kernel_table.h"
-#include "kernels/packed_weight.h"
+#include "kernels/cpu/packed_weight.h"
 #include "kernels/weights.h"
 #include "tensor/float_formats.h"
 
 namespace fp4serve::benchutil {
 
-using kernels::WeightFormat;
+using kernels::WeightLayout;
 using kernels::WeightView;
 
 inline uint32_t lcg(uint32_t& s) { return s = s * 1664525u + 1013904223u; }
@@ -54,29 +54,29 @@ inline uint16_t random_bf16(uint32_t& s) {
 // `count` weights [n, k] of one format, stored back to back so a benchmark can rotate through more
 // bytes than the last-level cache holds (each call then streams from DRAM, as a decode step does).
 struct WeightStack {
-  WeightFormat format = WeightFormat::kBf16;
+  WeightLayout format = WeightLayout::kBf16;
   int64_t count = 1, n = 0, k = 0;
   std::vector<uint8_t> data, scales;
   std::vector<float> block_scales;  // kFp8Block: [ceil(n/128), ceil(k/128)] per weight
   mutable std::vector<std::unique_ptr<kernels::PackedWeight>> packed_;  // view_for's panels
   mutable std::vector<WeightView> bound_;                               // and the views over them
 
-  WeightStack(WeightFormat f, int64_t count_, int64_t n_, int64_t k_) : format(f), count(count_), n(n_), k(k_) {
+  WeightStack(WeightLayout f, int64_t count_, int64_t n_, int64_t k_) : format(f), count(count_), n(n_), k(k_) {
     uint32_t s = 12345u + static_cast<uint32_t>(n * 31 + k);
     switch (f) {
-      case WeightFormat::kBf16: {
+      case WeightLayout::kBf16: {
         data.resize(static_cast<size_t>(count * n * k * 2));
         auto* p = reinterpret_cast<uint16_t*>(data.data());
         for (int64_t i = 0; i < count * n * k; ++i) p[i] = random_bf16(s);
         break;
       }
-      case WeightFormat::kFp8Tensor:
-      case WeightFormat::kFp8Block:
+      case WeightLayout::kFp8Tensor:
+      case WeightLayout::kFp8Block:
         data.resize(static_cast<size_t>(count * n * k));
         for (auto& b : data) b = random_e4m3(s);
         block_scales.assign(static_cast<size_t>(count * block_rows() * block_cols()), 1e-3f);
         break;
-      case WeightFormat::kNvfp4:
+      case WeightLayout::kNvfp4:
         data.resize(static_cast<size_t>(count * n * k / 2));
         scales.resize(static_cast<size_t>(count * n * k / 16));
         for (auto& b : data) b = static_cast<uint8_t>(lcg(s) >> 24);
@@ -90,16 +90,16 @@ struct WeightStack {
   int64_t block_cols() const { return (k + 127) / 128; }
 
   // Stack size that spans at least `bytes` (so rotating through it misses the cache).
-  static int64_t count_for(WeightFormat f, int64_t n, int64_t k, int64_t bytes) {
+  static int64_t count_for(WeightLayout f, int64_t n, int64_t k, int64_t bytes) {
     const int64_t one = bytes_of(f, n, k);
     return std::max<int64_t>(1, (bytes + one - 1) / one);
   }
-  static int64_t bytes_of(WeightFormat f, int64_t n, int64_t k) {
+  static int64_t bytes_of(WeightLayout f, int64_t n, int64_t k) {
     switch (f) {
-      case WeightFormat::kBf16: return n * k * 2;
-      case WeightFormat::kFp8Tensor: return n * k;
-      case WeightFormat::kFp8Block: return n * k + ((n + 127) / 128) * ((k + 127) / 128) * 4;
-      case WeightFormat::kNvfp4: return n * k / 2 + n * k / 16;
+      case WeightLayout::kBf16: return n * k * 2;
+      case WeightLayout::kFp8Tensor: return n * k;
+      case WeightLayout::kFp8Block: return n * k + ((n + 127) / 128) * ((k + 127) / 128) * 4;
+      case WeightLayout::kNvfp4: return n * k / 2 + n * k / 16;
       default: return 0;
     }
   }
@@ -116,25 +116,25 @@ struct WeightStack {
   WeightView view(int64_t i) const {
     i %= count;
     switch (format) {
-      case WeightFormat::kBf16:
+      case WeightLayout::kBf16:
         return kernels::bf16_weight(reinterpret_cast<const uint16_t*>(data.data()) + i * n * k, n, k);
-      case WeightFormat::kFp8Tensor: return kernels::fp8_tensor_weight(data.data() + i * n * k, 1e-3f, n, k);
-      case WeightFormat::kFp8Block:
+      case WeightLayout::kFp8Tensor: return kernels::fp8_tensor_weight(data.data() + i * n * k, 1e-3f, n, k);
+      case WeightLayout::kFp8Block:
         return kernels::fp8_block_weight(data.data() + i * n * k, block_scales.data() + i * block_rows() * block_cols(),
                                          false, n, k);
-      case WeightFormat::kNvfp4:
+      case WeightLayout::kNvfp4:
         return kernels::nvfp4_weight(data.data() + i * n * k / 2, scales.data() + i * n * k / 16, 1e-3f, n, k);
       default: throw std::invalid_argument("WeightStack: format not benchmarked");
     }
   }
 };
 
-inline const char* short_format_name(WeightFormat f) {
+inline const char* short_format_name(WeightLayout f) {
   switch (f) {
-    case WeightFormat::kBf16: return "bf16";
-    case WeightFormat::kFp8Tensor: return "fp8_tensor";
-    case WeightFormat::kFp8Block: return "fp8_block128";
-    case WeightFormat::kNvfp4: return "nvfp4";
+    case WeightLayout::kBf16: return "bf16";
+    case WeightLayout::kFp8Tensor: return "fp8_tensor";
+    case WeightLayout::kFp8Block: return "fp8_block128";
+    case WeightLayout::kNvfp4: return "nvfp4";
     default: return "other";
   }
 }

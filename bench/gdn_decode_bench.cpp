@@ -9,6 +9,7 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/gdn.h"
+#include "kernels/cpu/gdn_cpu.h"
 
 namespace {
 

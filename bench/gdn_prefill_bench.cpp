@@ -13,6 +13,7 @@
 
 #include "bench_weights.h"
 #include "kernels/gdn.h"
+#include "kernels/cpu/gdn_cpu.h"
 
 namespace {
 

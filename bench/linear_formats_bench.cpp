@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "bench_weights.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear_cpu.h"
 
 namespace {
 
 using namespace fp4serve;
 using benchutil::WeightStack;
-using kernels::WeightFormat;
+using kernels::WeightLayout;
 
 struct Shape {
   const char* name;
@@ -39,7 +39,7 @@ const std::vector<Shape>& shapes() {
 }
 
 // One weight stack alive at a time: the benchmarks of one (format, shape) are registered together.
-const WeightStack& stack_for(WeightFormat f, const Shape& sh) {
+const WeightStack& stack_for(WeightLayout f, const Shape& sh) {
   static std::unique_ptr<WeightStack> cur;
   if (!cur || cur->format != f || cur->n != sh.n || cur->k != sh.k) {
     cur.reset();
@@ -48,7 +48,7 @@ const WeightStack& stack_for(WeightFormat f, const Shape& sh) {
   return *cur;
 }
 
-void run_linear(benchmark::State& state, WeightFormat f, Shape sh) {
+void run_linear(benchmark::State& state, WeightLayout f, Shape sh) {
   const auto isa = static_cast<kernels::cpu::Isa>(state.range(0));
   const int64_t M = state.range(1);
   const WeightStack& w = stack_for(f, sh);
@@ -65,7 +65,7 @@ void run_linear(benchmark::State& state, WeightFormat f, Shape sh) {
 }
 
 void register_all() {
-  for (WeightFormat f : {WeightFormat::kFp8Tensor, WeightFormat::kFp8Block, WeightFormat::kBf16, WeightFormat::kNvfp4}) {
+  for (WeightLayout f : {WeightLayout::kFp8Tensor, WeightLayout::kFp8Block, WeightLayout::kBf16, WeightLayout::kNvfp4}) {
     for (const Shape& sh : shapes()) {
       const bool lm_head = std::string(sh.name) == "lm_head";
       auto* b = benchmark::RegisterBenchmark(

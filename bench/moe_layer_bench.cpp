@@ -15,32 +15,33 @@
 
 #include "bench_weights.h"
 #include "kernels/bf16.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear_cpu.h"
 #include "kernels/moe.h"
+#include "kernels/cpu/moe_cpu.h"
 
 namespace {
 
 using namespace fp4serve;
 using benchutil::WeightStack;
-using kernels::WeightFormat;
+using kernels::WeightLayout;
 
 constexpr int64_t kH = 2048, kI = 512, kE = 256, kTopK = 8, kShared = 512;
 
 struct MoeSetup {
-  WeightFormat format;
+  WeightLayout format;
   WeightStack gate_up, down, shared_gate_up, shared_down, router, shared_gate;
   kernels::MoeWeights w;         // plain views
   kernels::MoeWeights w_panels;  // packed (for the panel tiers)
   std::vector<std::unique_ptr<kernels::PackedWeight>> keep;
 
-  explicit MoeSetup(WeightFormat f)
+  explicit MoeSetup(WeightLayout f)
       : format(f),
         gate_up(f, 2 * kE, kI, kH),
         down(f, kE, kH, kI),
         shared_gate_up(f, 2, kShared, kH),
         shared_down(f, 1, kH, kShared),
-        router(WeightFormat::kBf16, 1, kE, kH),
-        shared_gate(WeightFormat::kBf16, 1, 1, kH) {
+        router(WeightLayout::kBf16, 1, kE, kH),
+        shared_gate(WeightLayout::kBf16, 1, 1, kH) {
     w.router = router.view(0);
     for (int64_t e = 0; e < kE; ++e) w.experts.push_back({gate_up.view(2 * e), gate_up.view(2 * e + 1), down.view(e)});
     w.has_shared = true;
@@ -73,7 +74,7 @@ struct MoeSetup {
   }
 };
 
-const MoeSetup& setup_for(WeightFormat f) {
+const MoeSetup& setup_for(WeightLayout f) {
   static std::unique_ptr<MoeSetup> cur;
   if (!cur || cur->format != f) {
     cur.reset();
@@ -93,7 +94,7 @@ int64_t experts_hit(const MoeSetup& s, const std::vector<uint16_t>& x, int64_t T
   return static_cast<int64_t>(std::set<int32_t>(idx.begin(), idx.end()).size());
 }
 
-void BM_MoeBlock(benchmark::State& state, WeightFormat f) {
+void BM_MoeBlock(benchmark::State& state, WeightLayout f) {
   const auto isa = static_cast<kernels::cpu::Isa>(state.range(0));
   const int64_t T = state.range(1);
   const MoeSetup& s = setup_for(f);
@@ -113,7 +114,7 @@ void BM_MoeBlock(benchmark::State& state, WeightFormat f) {
 }
 
 void register_all() {
-  for (WeightFormat f : {WeightFormat::kNvfp4, WeightFormat::kFp8Block, WeightFormat::kBf16}) {
+  for (WeightLayout f : {WeightLayout::kNvfp4, WeightLayout::kFp8Block, WeightLayout::kBf16}) {
     auto* b = benchmark::RegisterBenchmark((std::string("MoeBlock/") + benchutil::short_format_name(f)).c_str(),
                                            [f](benchmark::State& s) { BM_MoeBlock(s, f); });
     b->ArgNames({"isa", "T"})->UseRealTime()->Unit(benchmark::kMillisecond);

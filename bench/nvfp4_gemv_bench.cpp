@@ -17,8 +17,9 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear_cpu.h"
 #include "kernels/moe.h"
+#include "kernels/cpu/moe_cpu.h"
 
 namespace {
 

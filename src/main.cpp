@@ -1,6 +1,5 @@
 // fp4serve: serve|generate|bench|canary|doctor|inspect|synth. Each subcommand lives in src/tools/.
 #include <CLI/CLI.hpp>
-#include <malloc.h>
 
 #include <cstdio>
 #include <exception>
@@ -12,11 +11,6 @@
 #endif
 
 int main(int argc, char** argv) {
-  // A forward step allocates per-layer buffers of up to tens of MB; by default glibc serves those
-  // as fresh mmaps (or trims them back to the OS), so the kernel page-faults and zeroes them again
-  // at every layer (measured: a fifth of a 512-token prefill). Keep freed memory in the heap instead.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: blocks up to 32 MB come from the heap
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);   // and freed ones stay there
   CLI::App app{"fp4serve: an OpenAI-compatible server for Qwen3.6-35B-A3B (NVFP4, FP8, BF16, INT4)"};
   app.require_subcommand(1);
 #ifdef FP4SERVE_HAVE_CUDA

@@ -1,7 +1,7 @@
 // generation_config.json: the checkpoint's default sampling parameters and stop tokens. Every field
 // is optional; absent means "not set by the checkpoint" (the engine then uses its own defaults or
 // the request's). For Qwen3.6: eos [248046, 248044], bos/pad 248044, do_sample, T=1.0, top_k 20,
-// top_p 0.95 (model-arch.md §1).
+// top_p 0.95 (docs/model-arch.md §1.1).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The text model's hyper-parameters, parsed from a checkpoint's config.json (model-arch.md §1).
+// The text model's hyper-parameters, parsed from a checkpoint's config.json (docs/model-arch.md §1).
 //
 // Two layouts are understood:
 //   kQwen3_5Moe  `Qwen3_5MoeForConditionalGeneration` / model_type "qwen3_5_moe" with the text
@@ -9,7 +9,7 @@
 //                release (per-expert in quantized releases); interleaved mRoPE.
 //   kQwen3Next   `Qwen3NextForCausalLM` / "qwen3_next": flat config, tensors under "model.",
 //                GDN projections fused and grouped per key head (in_proj_qkvz / in_proj_ba,
-//                model-arch.md §4.4), experts stored per expert, plain 1-D RoPE.
+//                docs/model-arch.md §4.3), experts stored per expert, plain 1-D RoPE.
 //
 // Defaults: a field that is absent takes transformers' default (configuration_qwen3_5_moe.py and
 // configuration_qwen3_next.py), except the fields that fix tensor shapes (hidden_size,

@@ -1,4 +1,4 @@
-// Which quantization format each linear module of a checkpoint is stored in (quant-formats.md §2, §7).
+// Which quantization format each linear module of a checkpoint is stored in (docs/quant-formats.md §2).
 //
 // Sources, in order (as vLLM's get_quant_config): config.json `quantization_config` (top level, else
 // `text_config.quantization_config`), then hf_quant_config.json `quantization` (ModelOpt's legacy

@@ -70,7 +70,7 @@ void add_gated_deltanet(PlanBuilder& b, const ModelConfig& c, int64_t l, const s
   const std::string p = lp + "linear_attn.";
   const int64_t H = c.hidden_size, hv = c.linear_num_value_heads;
   if (c.layout == ModelLayout::kQwen3Next) {
-    // Fused and grouped per key head (model-arch.md 4.4).
+    // Fused and grouped per key head (docs/model-arch.md §4.3).
     b.linear(p + "in_proj_qkvz", l, 2 * c.linear_key_dim() + 2 * c.linear_value_dim(), H);
     b.linear(p + "in_proj_ba", l, 2 * hv, H);
   } else {

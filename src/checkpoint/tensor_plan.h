@@ -5,8 +5,8 @@
 //     tensors are reported by name);
 //   - `fp4serve synth` writes exactly it;
 //   - `fp4serve inspect` sums its bytes (weights, active bytes per token).
-// Names and shapes: model-arch.md section 4 (BF16 release) and 4.4 (Qwen3-Next), quant-formats.md
-// section 3 (NVFP4 / FP8 tensors), and the auto_gptq packing (tensor/int4_gptq.h).
+// Names and shapes: docs/model-arch.md §4 (BF16 release) and §4.3 (Qwen3-Next), docs/quant-formats.md
+// §3 (NVFP4 / FP8 tensors), and the auto_gptq packing (tensor/int4_gptq.h).
 #pragma once
 
 #include <cstdint>

@@ -35,7 +35,7 @@ float read_f32_scalar(const ShardedCheckpoint& files, const std::string& name) {
   return v;
 }
 
-// quant-formats.md 3.4 / 7.5: gate and up of one expert are fused at load and must share one
+// docs/quant-formats.md §3.4: gate and up of one expert are fused at load and must share one
 // weight_scale_2; ModelOpt guarantees it, and a checkpoint that breaks it would decode garbage.
 void check_nvfp4_expert_scales(const ShardedCheckpoint& files, const PlannedModule& m,
                                std::vector<std::string>& problems) {

@@ -95,15 +95,4 @@ std::optional<SamplingParamsError> tokenize_bad_words(SamplingParams& params,
   return std::nullopt;
 }
 
-std::vector<int32_t> banned_next_tokens(std::span<const std::vector<int32_t>> bad_words_token_ids,
-                                        std::span<const int32_t> output_ids) {
-  std::vector<int32_t> banned;
-  for (const auto& seq : bad_words_token_ids) {
-    if (seq.empty() || seq.size() > output_ids.size() + 1) continue;
-    const auto prefix = static_cast<std::ptrdiff_t>(seq.size() - 1);
-    if (std::equal(seq.begin(), seq.begin() + prefix, output_ids.end() - prefix)) banned.push_back(seq.back());
-  }
-  return banned;
-}
-
 }  // namespace fp4serve::engine

@@ -1,17 +1,15 @@
 // bad_words, as vLLM supports it: each word becomes one or two token sequences, and the sampler
 // forbids the LAST token of a sequence whenever the generated tokens so far end with the rest of it
-// [vllm: sampling_params.py update_from_tokenizer, v1/sample/ops/bad_words.py].
+// [vllm: sampling_params.py update_from_tokenizer, v1/sample/ops/bad_words.py]. This file makes the
+// sequences; the backend's sampling op matches them (kernels/cpu/sampling_bad_words.h on the CPU).
 //
 // Tokenization: the word with its leading whitespace stripped, encoded without special tokens; then
 // " " + that, kept only when it is a different first token of the same length (the word at the
 // start of the text and the word after a space, for tokenizers that fold the space into the token).
-// Matching looks at the generated tokens only, never the prompt.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <span>
-#include <vector>
 
 #include "engine/sampling_params.h"
 #include "tokenizer/tokenizer.h"
@@ -24,10 +22,5 @@ namespace fp4serve::engine {
 std::optional<SamplingParamsError> tokenize_bad_words(SamplingParams& params,
                                                       const tokenizer::Tokenizer& tokenizer,
                                                       int64_t max_num_bad_words = kMaxNumBadWords);
-
-// The token ids the next draw may not take: the last token of every sequence whose other tokens
-// are the tail of `output_ids`.
-std::vector<int32_t> banned_next_tokens(std::span<const std::vector<int32_t>> bad_words_token_ids,
-                                        std::span<const int32_t> output_ids);
 
 }  // namespace fp4serve::engine

@@ -77,6 +77,16 @@ void BlockPool::queue_append(std::int32_t id) {
   ++num_free_;
 }
 
+void BlockPool::queue_prepend(std::int32_t id) {
+  Block& b = blocks_[id];
+  b.prev = -1;
+  b.next = head_;
+  if (head_ >= 0) blocks_[head_].prev = id; else tail_ = id;
+  head_ = id;
+  b.in_free_queue = true;
+  ++num_free_;
+}
+
 void BlockPool::drop_hash(std::int32_t id) {
   Block& b = blocks_[id];
   if (!b.has_hash) return;
@@ -110,6 +120,17 @@ void BlockPool::free(std::span<const std::int32_t> block_ids_in_eviction_order) 
     Block& b = blocks_.at(id);
     if (b.ref_count <= 0) throw EngineLogicError(fmt::format("double free of KV block {}", id));
     if (--b.ref_count == 0) queue_append(id);
+  }
+}
+
+void BlockPool::give_back(std::span<const std::int32_t> block_ids_last_first) {
+  for (std::int32_t id : block_ids_last_first) {
+    Block& b = blocks_.at(id);
+    if (b.ref_count != 1 || b.has_hash)
+      throw EngineLogicError(fmt::format("KV block {} given back with ref count {}{}", id, b.ref_count,
+                                         b.has_hash ? " and a prefix-cache hash" : ""));
+    b.ref_count = 0;
+    queue_prepend(id);
   }
 }
 

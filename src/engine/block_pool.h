@@ -55,6 +55,11 @@ class BlockPool {
   void touch(std::span<const std::int32_t> block_ids);
   // ref count -1 for each, in the given order; blocks reaching 0 join the free queue's tail.
   void free(std::span<const std::int32_t> block_ids_in_eviction_order);
+  // Blocks a request took and never filled with a kept token (rejected speculative positions): each
+  // must have ref count 1 and no hash. They go to the HEAD of the free queue, newest-allocated first
+  // given last-first, so the queue is back in the order allocate() found it and the next allocation
+  // reuses them instead of evicting a cached block.
+  void give_back(std::span<const std::int32_t> block_ids_last_first);
 
   // Prefix cache: the block holding `hash`, or -1.
   std::int32_t lookup(BlockHash hash) const;
@@ -80,6 +85,7 @@ class BlockPool {
   };
   void queue_remove(std::int32_t id);
   void queue_append(std::int32_t id);
+  void queue_prepend(std::int32_t id);
   void drop_hash(std::int32_t id);
 
   std::vector<Block> blocks_;

@@ -3,7 +3,8 @@
 // the paged KV cache of the attention layers. Every impossible request is refused here, at
 // start-up, with the arithmetic in the message; the chosen split is logged.
 //
-// Policy: slots first (max_num_seqs of them; at most half the budget, so KV keeps room), then
+// Policy: slots first (max_num_seqs of them, each with its speculative-decoding rollback entries;
+// at most half the budget, so KV keeps room), then
 // snapshots (snapshot_fraction of what is left, when prefix caching is on), KV the rest. One
 // request of max_model_len tokens must fit the KV cache (vLLM refuses the same way).
 #pragma once
@@ -22,6 +23,7 @@ struct CachePlanInput {
   int block_size = 16;
   std::uint64_t kv_block_bytes = 0;        // one block, all attention layers, K and V
   std::uint64_t state_bytes_per_seq = 0;   // one GDN slot (0: no GDN layers)
+  int rollback_entries_per_seq = 0;        // GDN rollback entries per sequence (num_speculative_tokens)
   bool prefix_caching = true;
   double snapshot_fraction = 0.25;
   std::string kv_dtype_name = "bf16";
@@ -33,7 +35,8 @@ struct CachePlan {
   int num_state_slots = 0;
   int num_snapshots = 0;
   int num_kv_blocks = 0;
-  std::uint64_t state_bytes = 0, snapshot_bytes = 0, kv_bytes = 0;
+  int num_rollback_entries = 0;  // max_num_seqs x rollback_entries_per_seq (with GDN layers)
+  std::uint64_t state_bytes = 0, snapshot_bytes = 0, kv_bytes = 0, rollback_bytes = 0;
   std::int64_t kv_tokens = 0;
   double max_concurrency = 0.0;  // requests of max_model_len tokens that fit at once
   std::vector<std::string> log_lines;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "engine/drafter.h"
 #include "engine/engine_error.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
@@ -13,6 +14,7 @@
 #include "engine/scheduler.h"
 #include "engine/state_pool.h"
 #include "engine/state_snapshot_store.h"
+#include "engine/step_sampling.h"
 #include "engine/stop_strings.h"
 #include "model/paged_kv_cache.h"
 #include "model/state_arena.h"
@@ -32,6 +34,7 @@ struct SequenceTrack {
   int index = 0;
   std::string scheduler_id;
   SamplingParams params;
+  kernels::SamplingOptions sampling;  // params in the sampling op's form, made at admission
   std::unique_ptr<tokenizer::IncrementalDetokenizer> detok;
   std::string text;
   std::size_t sent_bytes = 0;
@@ -81,14 +84,17 @@ struct Engine::Impl {
                : nullptr),
         slots(plan.num_state_slots),
         scheduler(SchedulerConfig{c.max_num_batched_tokens, plan.max_num_seqs, info.max_model_len,
-                                  c.long_prefill_token_threshold, c.enable_prefix_caching ? c.snapshot_interval : 0},
+                                  c.long_prefill_token_threshold, c.enable_prefix_caching ? c.snapshot_interval : 0,
+                                  c.num_speculative_tokens},
                   kv, slots,
                   c.enable_prefix_caching && model->config().num_linear_attention_layers() > 0 ? &snapshots : nullptr,
                   [this](const Request& r) { return stop_token_check(r); }),
-        sampler(make_sampler_config()),
+        sampler(make_sampler_config(), model->backend()),
         runner(*model, ModelRunnerConfig{plan.num_kv_blocks, c.block_size, c.kv_dtype, plan.num_state_slots,
                                          plan.num_snapshots, c.max_num_batched_tokens, plan.max_num_seqs,
-                                         info.max_model_len}) {
+                                         info.max_model_len, c.num_speculative_tokens}),
+        drafter(c.drafter),
+        num_speculative_tokens(c.num_speculative_tokens) {
     stats.request_prompt_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_max_num_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
@@ -105,6 +111,7 @@ struct Engine::Impl {
         std::find(sc.eos_token_ids.begin(), sc.eos_token_ids.end(), config.eos_token_id) == sc.eos_token_ids.end())
       sc.eos_token_ids.push_back(config.eos_token_id);
     sc.seed = config.seed;
+    sc.max_rows = static_cast<std::int64_t>(info.max_num_seqs) * (1 + std::max(0, config.num_speculative_tokens));
     return sc;
   }
 
@@ -211,6 +218,7 @@ struct Engine::Impl {
       seq->index = i;
       seq->scheduler_id = n == 1 ? req.id : fmt::format("{}_{}", i, req.id);
       seq->params = n == 1 ? params : child_sampling_params(params, i);
+      seq->sampling = sampler.options_for(seq->params);
       seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
       Request& r = scheduler.add_request(seq->scheduler_id, req.prompt_token_ids, std::max(1, max_tokens));
@@ -278,36 +286,25 @@ struct Engine::Impl {
         out, [this](const ScheduledRequest& s, int first, int count, const float* rows) {
           collect_prompt_logprobs(s, first, count, rows);
         });
-    std::vector<SampleInput> inputs;
-    std::vector<std::int32_t> tokens(out.scheduled.size(), -1);
-    const std::size_t V = static_cast<std::size_t>(info.vocab_size);
-    for (const ScheduledRequest& s : out.scheduled) {
-      if (!s.needs_logits) continue;
-      const std::size_t row = inputs.size();
-      SampleInput in;
-      in.logits = std::span<float>(logits.as<float>() + row * V, V);
-      in.params = &track_of(*s.request)->params;
-      in.prompt_ids = s.request->prompt_token_ids();
-      in.output_ids = s.request->output_token_ids();
-      inputs.push_back(in);
-    }
-    std::vector<SampleOutput> sampled = sampler.sample(inputs);
-    for (std::size_t i = 0, row = 0; i < out.scheduled.size(); ++i) {
-      if (out.scheduled[i].needs_logits) tokens[i] = sampled[row++].token;
-    }
+    // One row per sampling request, or 1 + d rows for a request verifying d drafts (step_sampling.h).
+    step_sampling.add_rows(out, logits.dim(0), sampler, [](const Request& r) { return &track_of(r)->sampling; });
+    std::vector<SampleOutput> sampled = sampler.sample_step(logits);
     const int step_tokens = out.total_num_scheduled_tokens;
-    const std::vector<StepResult>& results = scheduler.update_from_output(tokens);
+    const std::vector<StepResult>& results = scheduler.update_from_emitted(step_sampling.accept(out, sampled));
+    runner.apply_verify_outcomes(out);
     const Clock::time_point now = Clock::now();
     std::vector<ParentTrack*> touched;
     for (std::size_t i = 0; i < results.size(); ++i) {
       const StepResult& res = results[i];
       SequenceTrack& seq = *track_of(*res.request);
       ParentTrack& p = *seq.parent;
+      if (seq.finished) continue;  // a stop string ended it at an earlier token of this step
       if (p.num_cached_tokens < 0) p.num_cached_tokens = std::max(0, res.request->num_cached_tokens);
-      on_token(seq, *res.request, res, sampled[i], now);
+      on_token(seq, *res.request, res, sampled[step_sampling.row(res.scheduled_index, res.token_index)], now);
       if (std::find(touched.begin(), touched.end(), &p) == touched.end()) touched.push_back(&p);
     }
     for (ParentTrack* p : touched) flush_parent(parents.find(p->id), now);
+    if (drafter) propose_drafts(*drafter, num_speculative_tokens, info.vocab_size, scheduler.running());
     {
       std::lock_guard lock(stats_mutex);
       stats.iteration_tokens.observe(step_tokens);
@@ -346,8 +343,11 @@ struct Engine::Impl {
     ++seq.num_output;
     {
       std::lock_guard lock(stats_mutex);
+      // Inter-token latency once per request and step, as vLLM: the later tokens of a verify step
+      // arrive at the same time.
       if (!p.first_token_seen) stats.time_to_first_token.observe(seconds(now - p.arrival));
-      else if (seq.num_output > 1) stats.inter_token_latency.observe(seconds(now - seq.last_token_time));
+      else if (seq.num_output > 1 && res.token_index == 0)
+        stats.inter_token_latency.observe(seconds(now - seq.last_token_time));
     }
     if (!p.first_token_seen) p.first_token = now;
     p.first_token_seen = true;
@@ -387,7 +387,17 @@ struct Engine::Impl {
       d.finish_reason = seq.finish_reason;
       d.stop_reason = seq.stop_reason;
     }
-    p.pending.deltas.push_back(std::move(d));
+    // A verify step gives a sequence several tokens at once: one delta per sequence per output.
+    if (!p.pending.deltas.empty() && p.pending.deltas.back().index == d.index) {
+      SequenceDelta& last = p.pending.deltas.back();
+      last.token_ids.insert(last.token_ids.end(), d.token_ids.begin(), d.token_ids.end());
+      last.text += d.text;
+      for (SampleLogprobs& lp : d.logprobs) last.logprobs.push_back(std::move(lp));
+      last.finish_reason = std::move(d.finish_reason);
+      last.stop_reason = std::move(d.stop_reason);
+    } else {
+      p.pending.deltas.push_back(std::move(d));
+    }
   }
 
   void flush_parent(std::unordered_map<std::string, std::unique_ptr<ParentTrack>>::iterator it,
@@ -456,6 +466,9 @@ struct Engine::Impl {
   Scheduler scheduler;
   Sampler sampler;
   ModelRunner runner;
+  StepSampling step_sampling;
+  std::shared_ptr<Drafter> drafter;  // null: no speculative decoding
+  int num_speculative_tokens = 0;
   std::unordered_map<std::string, std::unique_ptr<ParentTrack>> parents;  // engine thread only
   std::vector<double> stats_pending_queue;
   std::vector<std::pair<std::shared_ptr<OutputChannel>, RequestOutput>> outbox;
@@ -498,6 +511,11 @@ Engine::Engine(std::shared_ptr<const model::Qwen35MoeModel> model, std::shared_p
                                                       static_cast<int>(mc.num_key_value_heads),
                                                       static_cast<int>(mc.head_dim), config.kv_dtype);
   in.state_bytes_per_seq = num_gdn > 0 ? model::GdnStateArena::entry_bytes(num_gdn, model->gdn_dims()) : 0;
+  if (!config.drafter) config.num_speculative_tokens = 0;
+  if (config.num_speculative_tokens < 0 || config.num_speculative_tokens > kMaxSpeculativeTokens)
+    throw EngineConfigError(fmt::format("num_speculative_tokens {} is outside 0 .. {}", config.num_speculative_tokens,
+                                        kMaxSpeculativeTokens));
+  in.rollback_entries_per_seq = config.num_speculative_tokens;
   in.prefix_caching = config.enable_prefix_caching;
   in.snapshot_fraction = config.snapshot_fraction;
   in.num_kv_blocks_override = config.num_kv_blocks_override;

@@ -37,6 +37,8 @@
 
 namespace fp4serve::engine {
 
+class Drafter;
+
 struct EngineConfig {
   int max_model_len = 0;             // 0 = the model's max_position_embeddings
   int max_num_seqs = 0;              // 0 = chosen to fit (see cache_plan.h)
@@ -55,6 +57,12 @@ struct EngineConfig {
   // other EOS ids are added to every request's stop_token_ids unless ignore_eos (vLLM).
   std::int64_t eos_token_id = -1;
   std::vector<std::int64_t> generation_eos_token_ids;
+  // Speculative decoding: after each step the drafter proposes up to num_speculative_tokens tokens for
+  // every request in decode and the next step verifies them; outputs stay exactly those of a run
+  // without it (step_sampling.h). Off unless both are set. No serve flag sets them yet (MTP is a later
+  // issue): tests and embedders only. The GDN rollback entries come out of cache_memory_bytes.
+  std::shared_ptr<Drafter> drafter;
+  int num_speculative_tokens = 0;
 };
 
 struct EngineRequest {

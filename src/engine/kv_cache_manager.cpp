@@ -123,6 +123,18 @@ void KvCacheManager::cache_computed_blocks(Request& request) {
   request.res.num_registered_blocks = std::max(request.res.num_registered_blocks, num_full);
 }
 
+void KvCacheManager::truncate(Request& request, int num_tokens) {
+  auto& blocks = request.res.block_ids;
+  const auto keep = static_cast<std::size_t>(cdiv(std::max(num_tokens, 0), config_.block_size));
+  if (keep >= blocks.size()) return;
+  if (static_cast<int>(keep) < request.res.num_registered_blocks)
+    throw EngineLogicError(fmt::format("request '{}': truncating to {} tokens would drop registered KV blocks",
+                                       request.id(), num_tokens));
+  free_scratch_.assign(blocks.rbegin(), blocks.rend() - static_cast<std::ptrdiff_t>(keep));
+  pool_.give_back(free_scratch_);
+  blocks.resize(keep);
+}
+
 void KvCacheManager::free(Request& request) {
   auto& blocks = request.res.block_ids;
   free_scratch_.assign(blocks.rbegin(), blocks.rend());

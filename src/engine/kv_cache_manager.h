@@ -62,6 +62,12 @@ class KvCacheManager {
 
   // Releases all of the request's blocks, last block first, so its tail is evicted first.
   void free(Request& request);
+  // Speculative decoding: shrinks the request's KV to its first num_tokens positions (the kept ones
+  // after a verify step). Blocks past them held only rejected positions and are never registered; they
+  // go back to the head of the free queue (BlockPool::give_back). Rows of rejected positions in the
+  // kept last block are simply overwritten by the next step. EngineLogicError if num_tokens would cut
+  // into a registered block.
+  void truncate(Request& request, int num_tokens);
 
   // Block hashes for every full block of request.all_token_ids() (computed lazily, chained).
   void update_block_hashes(Request& request) const;

@@ -1,6 +1,8 @@
-// Logprobs of a generated token, vLLM V1 style (vllm/v1/sample/sampler.py, logprobs_mode
-// "raw_logprobs", the default): log_softmax of the RAW logits (before logit bias, penalties,
-// temperature and top-k/top-p/min-p), the sampled token's logprob and rank, and the top-N.
+// Logprobs of a generated or prompt token in the engine's output form, vLLM V1 style
+// (vllm/v1/sample/sampler.py, logprobs_mode "raw_logprobs", the default): log_softmax of the RAW
+// logits (before logit bias, penalties, temperature and top-k/top-p/min-p), the token's logprob and
+// rank, and the top-N. The backend's sampling op computes them (kernels/sampling.h); this is the
+// form the outputs and the server carry.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +10,11 @@
 #include <span>
 #include <vector>
 
+#include "kernels/sampling.h"
+
 namespace fp4serve::engine {
 
-struct TokenLogprob {
-  int32_t token = -1;
-  float logprob = 0.0f;
-};
+using TokenLogprob = kernels::TokenLogprob;
 
 struct SampleLogprobs {
   TokenLogprob sampled;
@@ -30,12 +31,12 @@ struct SampleLogprobs {
 // with its rank, `top` the row's top-N (the same computation as a sampled token's).
 using PromptLogprobs = std::vector<std::optional<SampleLogprobs>>;
 
-// `logits` is the raw row restricted to the valid vocabulary (padding rows of the lm_head are not
-// part of the distribution). num_top is clamped to logits.size(). The row must have a finite max.
-SampleLogprobs compute_sample_logprobs(std::span<const float> logits, int32_t sampled_token,
-                                       int64_t num_top);
+// The op's result for a row that asked for logprobs, with the row's top entries.
+SampleLogprobs to_sample_logprobs(const kernels::SampleResult& result, std::span<const TokenLogprob> top);
 
-// log(sum(exp(logits))) in double, max-shifted.
-double log_sum_exp(std::span<const float> logits);
+// `logits` is a raw host row restricted to the valid vocabulary (padding rows of the lm_head are
+// not part of the distribution). num_top is clamped to logits.size(). The row must have a finite
+// max. (kernels::host_token_logprobs, into a new SampleLogprobs.)
+SampleLogprobs compute_sample_logprobs(std::span<const float> logits, int32_t sampled_token, int64_t num_top);
 
 }  // namespace fp4serve::engine

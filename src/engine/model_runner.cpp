@@ -13,14 +13,19 @@ kernels::StepLimits step_limits(const ModelRunnerConfig& c) {
   l.max_tokens = std::max(1, c.max_num_batched_tokens);
   l.max_seqs = std::max(1, c.max_num_seqs);
   l.max_logit_rows = l.max_seqs;  // one sampled row per sequence
+  // Or 1 + d rows for a request verifying d drafts: each row is a scheduled token, so never more
+  // than a step's tokens either.
+  if (c.num_speculative_tokens > 0)
+    l.max_logit_rows = std::min(l.max_seqs * (1 + c.num_speculative_tokens), std::max(l.max_seqs, l.max_tokens));
   l.max_context = c.max_model_len;
   return l;
 }
 
-// Snapshot points one step can schedule: one per block boundary its tokens cross, plus a tail per
-// sequence (the scheduler's prefix-cache snapshots).
+// State copy points one step can schedule: one per block boundary its tokens cross, plus a tail per
+// sequence (the scheduler's prefix-cache snapshots), plus one per draft (the GDN rollback entries).
 std::size_t max_copy_points(const ModelRunnerConfig& c) {
-  return static_cast<std::size_t>(c.max_num_batched_tokens / std::max(1, c.block_size) + 2 * c.max_num_seqs + 8);
+  return static_cast<std::size_t>(c.max_num_batched_tokens / std::max(1, c.block_size) + 2 * c.max_num_seqs + 8 +
+                                  c.max_num_seqs * std::max(0, c.num_speculative_tokens));
 }
 
 }  // namespace
@@ -35,9 +40,11 @@ ModelRunner::ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerCo
           config.kv_dtype),
       slots_(model.backend(), config.num_state_slots, num_gdn_layers_, model.gdn_dims()),
       snapshots_(model.backend(), config.num_snapshots, num_gdn_layers_, model.gdn_dims()),
+      rollback_(model.backend(), config.max_num_seqs, config.num_speculative_tokens, num_gdn_layers_,
+                model.gdn_dims()),
       ws_(model.backend(), model.config(), step_limits(config)) {
   const kernels::StepLimits limits = step_limits(config);
-  model.backend().reserve(limits);
+  model.backend().reserve(limits, model.shape());
   const auto seqs = static_cast<std::size_t>(limits.max_seqs);
   batch_.reserve(seqs);
   kv_views_.resize(seqs * static_cast<std::size_t>(num_attention_layers_));
@@ -54,7 +61,9 @@ kernels::TensorView ModelRunner::execute(const SchedulerOutput& step, const Prom
   std::size_t copy_count = 0;
   for (const ScheduledRequest& s : step.scheduled) {
     for (const SnapshotPoint& p : step.snapshots_of(s)) (void)p, ++copy_count;
+    copy_count += static_cast<std::size_t>(s.num_draft_tokens);
   }
+  rollback_.begin_step(step.scheduled.size());
   if (copy_count * static_cast<std::size_t>(num_gdn_layers_) > copy_refs_.size())
     copy_refs_.resize(copy_count * static_cast<std::size_t>(num_gdn_layers_));  // beyond the reserve: grows once
   const auto A = static_cast<std::size_t>(num_attention_layers_), G = static_cast<std::size_t>(num_gdn_layers_);
@@ -68,8 +77,7 @@ kernels::TensorView ModelRunner::execute(const SchedulerOutput& step, const Prom
       case StateInit::kContinue: break;
     }
     model::BatchSequence b;
-    b.tokens = s.request->all_token_ids().subspan(static_cast<size_t>(s.start_position),
-                                                  static_cast<size_t>(s.num_scheduled_tokens));
+    b.tokens = s.tokens;
     b.pos0 = s.start_position;
     const std::span<kernels::GdnStateRef> gdn(gdn_refs_.data() + i * G, G);
     slots_.refs(s.state_slot, gdn);
@@ -84,8 +92,21 @@ kernels::TensorView ModelRunner::execute(const SchedulerOutput& step, const Prom
       ++copy_at;
       copies_.push_back(model::StateCopyPoint{p.after_tokens, dst});
     }
+    if (s.num_draft_tokens > 0) {
+      // A verify step (no snapshot points of its own): the state after each of its first d tokens
+      // goes to a rollback entry.
+      const int entry = rollback_.assign(i, s.num_draft_tokens);
+      for (int j = 0; j < s.num_draft_tokens; ++j) {
+        const std::span<kernels::GdnStateRef> dst(copy_refs_.data() + copy_at * G, G);
+        rollback_.entries().refs(entry + j, dst);
+        ++copy_at;
+        copies_.push_back(model::StateCopyPoint{j + 1, dst});
+      }
+    }
     b.copies = std::span<const model::StateCopyPoint>(copies_).subspan(first_copy, copies_.size() - first_copy);
-    b.logits = s.needs_logits ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
+    using Logits = model::BatchSequence::Logits;
+    b.logits = !s.needs_logits ? Logits::kNone : s.num_draft_tokens > 0 ? Logits::kLastN : Logits::kLast;
+    b.last_rows = s.num_logit_rows();
     b.sink_rows = s.prompt_logit_rows;
     if (s.prompt_logit_rows > 0 && !prompt_rows) throw EngineLogicError("prompt logit rows without a sink");
     batch_.push_back(b);

@@ -3,7 +3,8 @@
 // ids) and the step workspace, all allocated through the model's backend at construction; prepares
 // each request's state (zero, restore from a snapshot, continue), runs the forward and returns a view
 // of the logits rows of the requests that sample this step; rows that score prompt tokens (prompt
-// logprobs) stream to a callback instead.
+// logprobs) stream to a callback instead. Verify steps (speculative decoding) get a row per token and
+// have their GDN state rolled back afterwards (gdn_rollback.h).
 //
 // Allocation: everything a step needs is reserved at construction for the step limits (max tokens
 // and sequences of a step), so execute() allocates nothing on the heap (tests/unit/engine
@@ -15,6 +16,7 @@
 #include <functional>
 #include <vector>
 
+#include "engine/gdn_rollback.h"
 #include "engine/scheduler_output.h"
 #include "model/paged_kv_cache.h"
 #include "model/qwen3_5_moe.h"
@@ -33,6 +35,9 @@ struct ModelRunnerConfig {
   int max_num_batched_tokens = 2048;
   int max_num_seqs = 256;
   int max_model_len = 0;
+  // Most drafts a request verifies per step: sizes the GDN rollback arena (max_num_seqs x this) and
+  // the logits rows of a step (max_num_seqs x (1 + this)).
+  int num_speculative_tokens = 0;
 };
 
 class ModelRunner {
@@ -45,12 +50,18 @@ class ModelRunner {
       std::function<void(const ScheduledRequest& s, int first_position, int count, const float* rows)>;
 
   // Logits rows ([rows, vocab] f32, device memory of the model's backend) of the scheduled requests
-  // with needs_logits, in their order; valid until the next execute(). prompt_rows is required when a
-  // scheduled request has prompt_logit_rows.
+  // with needs_logits, in their order (num_logit_rows() each); valid until the next execute().
+  // prompt_rows is required when a scheduled request has prompt_logit_rows.
   kernels::TensorView execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows = {});
+  // After the scheduler's update_from_emitted of the same step: rolls verify requests' GDN state back
+  // to their kept length and fills the snapshots their kept drafts passed. A no-op without drafts.
+  void apply_verify_outcomes(const SchedulerOutput& step) { rollback_.apply(step, slots_, snapshots_); }
 
   const model::Qwen35MoeModel& model() const { return *model_; }
   const model::StepWorkspace& workspace() const { return ws_; }
+  // For tests: the memory behind slot ids and block ids.
+  const model::GdnStateArena& state_slots() const { return slots_; }
+  const model::PagedKvCache& kv_cache() const { return kv_; }
   // Fault injection for the canary's proof (issue 7): while on, the GDN state (recurrent and conv) of
   // every sequence in a step is zeroed after the step, i.e. each step resumes from a lost state --
   // what a prefix-cache or slot bug in a hybrid model does. Set from another thread (HTTP).
@@ -64,6 +75,7 @@ class ModelRunner {
   model::PagedKvCache kv_;
   model::GdnStateArena slots_;
   model::GdnStateArena snapshots_;
+  GdnRollback rollback_;
   model::StepWorkspace ws_;
   // A step's descriptors, built in storage reserved at construction.
   std::vector<model::BatchSequence> batch_;

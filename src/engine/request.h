@@ -73,6 +73,11 @@ class Request {
   // the prompt's last chunk ran, so a recompute after a later preemption reads the cache again.
   bool prompt_logprobs_pending = false;
 
+  // Speculative decoding: the drafter's proposal for the tokens after all_token_ids() (vLLM
+  // spec_token_ids). The scheduler runs as many as fit the step and the request's limits and clears
+  // it; the engine refills it after each step while the request is in decode.
+  std::vector<std::int32_t> draft_token_ids;
+
   // Opaque per-request payload of the layers above (the engine stores its SamplingParams,
   // output channel, ... here); the scheduler never looks inside.
   std::shared_ptr<void> user_data;
@@ -91,6 +96,8 @@ class Request {
     // preempted, so a follow-up turn (or the resume) restores from it.
     int tail_snapshot_id = -1;
     int tail_snapshot_tokens = 0;         // boundary the tail holds (0 = nothing valid)
+    // A verify step's input: the last token, then the drafts it runs (ScheduledRequest::tokens).
+    std::vector<std::int32_t> verify_tokens;
   };
   Resources res;
 

@@ -1,68 +1,98 @@
 #include "engine/sampler.h"
 
-#include <omp.h>
-
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
 #include "engine/engine_error.h"
-#include "engine/sampler_processors.h"
-#include "engine/sampler_rng.h"
-#include "engine/sampler_selection.h"
 
 namespace fp4serve::engine {
 
-namespace {
-
-// Per-thread scratch, kept across calls so the step path does not allocate once warm.
-struct Workspace {
-  LogitsEditLog edits;
-  PenaltyScratch penalties;
-  SelectionScratch selection;
-};
-
-Workspace& thread_workspace() {
-  thread_local Workspace ws;
-  return ws;
-}
-
-SampleOutput sample_row(const SampleInput& in, std::size_t valid_vocab,
-                        std::span<const int64_t> eos_ids, double uniform) {
-  const SamplingParams& p = *in.params;
-  Workspace& ws = thread_workspace();
-  const std::span<float> row = in.logits.first(valid_vocab);
-
-  // Processors that can change the argmax, on the raw logits (vLLM apply_logits_processors).
-  apply_bad_words(row, p, in.output_ids, ws.edits);
-  apply_min_tokens(row, p, in.output_ids.size(), eos_ids, ws.edits);
-  apply_logit_bias(row, p, ws.edits);
-  apply_penalties(row, p, in.prompt_ids, in.output_ids, ws.penalties, ws.edits);
-
-  SampleOutput out;
-  if (p.greedy()) {
-    out.token = argmax_first(row);
-  } else {
-    const RandomFilter filter{static_cast<float>(p.temperature), p.top_k, p.top_p, p.min_p};
-    out.token = draw_candidate(select_candidates(row, filter, ws.selection), uniform);
-  }
-  ws.edits.undo(row);
-
-  if (p.logprobs) {
-    const int64_t n = *p.logprobs == -1 ? static_cast<int64_t>(valid_vocab) : *p.logprobs;
-    out.logprobs = compute_sample_logprobs(row, out.token, n);
-  }
-  return out;
-}
-
-}  // namespace
-
-Sampler::Sampler(SamplerConfig config) : config_(std::move(config)) {
+Sampler::Sampler(SamplerConfig config, kernels::Backend& backend) : config_(std::move(config)), backend_(&backend) {
   if (config_.vocab_size <= 0 || config_.valid_vocab_size <= 0 ||
       config_.valid_vocab_size > config_.vocab_size) {
     throw EngineConfigError(
         "sampler: valid vocabulary size " + std::to_string(config_.valid_vocab_size) +
         " must be in [1, logits row length " + std::to_string(config_.vocab_size) + "]");
   }
+  // A step's rows, and their top-N up to vLLM's default --max-logprobs; a request asking for more
+  // grows the top-N storage once.
+  const auto rows = static_cast<std::size_t>(std::max<int64_t>(config_.max_rows, 0));
+  rows_.reserve(rows);
+  results_.reserve(rows);
+  top_.reserve(rows * static_cast<std::size_t>(kDefaultMaxLogprobs));
+}
+
+kernels::SamplingOptions Sampler::options_for(const SamplingParams& p) const {
+  kernels::SamplingOptions o;
+  o.temperature = p.temperature;
+  o.top_p = p.top_p;
+  o.top_k = p.top_k;
+  o.min_p = p.min_p;
+  o.presence_penalty = p.presence_penalty;
+  o.frequency_penalty = p.frequency_penalty;
+  o.repetition_penalty = p.repetition_penalty;
+  if (p.seed) o.seed = static_cast<uint64_t>(*p.seed);
+  o.logprobs = p.logprobs;
+  o.min_tokens = p.min_tokens;
+  // vLLM's all_stop_token_ids = stop_token_ids + EOS ids, whether or not ignore_eos is set.
+  if (p.min_tokens > 0) {
+    o.min_tokens_stop_ids = p.stop_token_ids;
+    o.min_tokens_stop_ids.insert(o.min_tokens_stop_ids.end(), config_.eos_token_ids.begin(),
+                                 config_.eos_token_ids.end());
+  }
+  // vLLM adds the bias as float32; ids that are no token are ignored (validation rejects them).
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id >= 0 && id <= std::numeric_limits<int32_t>::max())
+      o.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias));
+  }
+  o.bad_words = p.bad_words_token_ids;
+  return o;
+}
+
+void Sampler::add_row(const kernels::SamplingOptions& options, std::span<const int32_t> prompt_ids,
+                      std::span<const int32_t> output_ids) {
+  kernels::SampleRow row;
+  row.options = &options;
+  row.prompt_ids = prompt_ids;
+  row.output_ids = output_ids;
+  rows_.push_back(row);
+}
+
+std::vector<SampleOutput> Sampler::sample_step(const kernels::TensorView& logits) {
+  // Every row's top-N room, back to back; the spans are set once the storage has its size.
+  std::size_t top_total = 0;
+  for (const kernels::SampleRow& r : rows_)
+    top_total += static_cast<std::size_t>(r.options->top_entries(config_.valid_vocab_size));
+  if (top_.size() < top_total) top_.resize(top_total);
+  for (std::size_t i = 0, at = 0; i < rows_.size(); ++i) {
+    const auto n = static_cast<std::size_t>(rows_[i].options->top_entries(config_.valid_vocab_size));
+    rows_[i].top = std::span<kernels::TokenLogprob>(top_).subspan(at, n);
+    at += n;
+  }
+  results_.resize(rows_.size());
+
+  kernels::SamplingConfig op;
+  op.vocab_size = config_.vocab_size;
+  op.valid_vocab_size = config_.valid_vocab_size;
+  op.seed = config_.seed;
+  op.engine_draws = &engine_draws_;
+  op.num_threads = config_.num_threads;
+  try {
+    backend_->sample(logits, rows_, op, results_);
+  } catch (...) {
+    rows_.clear();
+    throw;
+  }
+
+  std::vector<SampleOutput> out(rows_.size());
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    out[i].token = results_[i].token;
+    if (results_[i].has_logprobs) out[i].logprobs = to_sample_logprobs(results_[i], rows_[i].top);
+  }
+  rows_.clear();
+  return out;
 }
 
 std::vector<SampleOutput> Sampler::sample(std::span<const SampleInput> batch) {
@@ -77,26 +107,22 @@ std::vector<SampleOutput> Sampler::sample(std::span<const SampleInput> batch) {
                              std::to_string(vocab));
     }
   }
-  // Uniforms are fixed before the parallel loop: seeded rows from (seed, position), unseeded
-  // random rows from the engine generator in row order. Threads then only read them.
-  std::vector<double> uniforms(batch.size(), 0.0);
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    const SamplingParams& p = *batch[i].params;
-    if (p.greedy()) continue;
-    uniforms[i] = p.seed ? philox_uniform(static_cast<uint64_t>(*p.seed), RngStream::kSeededRequest,
-                                          batch[i].output_ids.size())
-                         : philox_uniform(config_.seed, RngStream::kEngine, engine_draws_++);
-  }
+  std::vector<kernels::SamplingOptions> options;
+  options.reserve(batch.size());
+  for (const SampleInput& in : batch) options.push_back(options_for(*in.params));
 
-  std::vector<SampleOutput> out(batch.size());
-  const auto valid = static_cast<std::size_t>(config_.valid_vocab_size);
-  const int threads = config_.num_threads > 0 ? config_.num_threads : omp_get_max_threads();
-  const auto n = static_cast<int64_t>(batch.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (n > 1)
-  for (int64_t i = 0; i < n; ++i) {
-    out[static_cast<std::size_t>(i)] =
-        sample_row(batch[static_cast<std::size_t>(i)], valid, config_.eos_token_ids,
-                   uniforms[static_cast<std::size_t>(i)]);
+  // Runs of rows that follow each other in memory are one [rows, vocab] view; the runs go to the
+  // op in order, so unseeded rows still take the engine generator's draws in row order.
+  std::vector<SampleOutput> out;
+  out.reserve(batch.size());
+  for (std::size_t begin = 0; begin < batch.size();) {
+    std::size_t end = begin + 1;
+    while (end < batch.size() && batch[end].logits.data() == batch[end - 1].logits.data() + vocab) ++end;
+    for (std::size_t i = begin; i < end; ++i) add_row(options[i], batch[i].prompt_ids, batch[i].output_ids);
+    const auto view = kernels::TensorView::contiguous(batch[begin].logits.data(), DType::kF32,
+                                                      {static_cast<int64_t>(end - begin), config_.vocab_size});
+    for (SampleOutput& o : sample_step(view)) out.push_back(std::move(o));
+    begin = end;
   }
   return out;
 }

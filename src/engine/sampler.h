@@ -1,23 +1,17 @@
-// The sampler: one token (and, when asked, its logprobs) per logits row, with vLLM V1's semantics
-// and order (vllm/v1/sample/sampler.py):
-//   raw logits -> [logprobs of the raw logits, logprobs_mode "raw_logprobs"]
-//   -> bad_words -> min_tokens mask -> logit_bias -> repetition/frequency/presence penalties
-//   -> greedy argmax (temperature < 1e-5), or temperature -> min_p -> top-k -> top-p -> draw.
-// See sampler_processors.h and sampler_selection.h for each stage.
+// The engine's side of the backend's sampling op (kernels/sampling.h, Backend::sample): one token
+// (and, when asked, its logprobs) per logits row, with vLLM V1's semantics and order; the op's
+// header states them, and the numerics every backend is held to.
 //
-// Padding rows of the lm_head (ids >= valid_vocab_size, e.g. 248077..248319 for Qwen3.6) are not
-// tokens: they are never sampled and are left out of the logprobs' softmax. (vLLM keeps them in
-// the softmax; their logits are untrained and far below the rest, so the difference is far below
-// float precision in practice.)
+// What stays here: turning a request's SamplingParams into the op's options once, when it is
+// admitted (options_for: the model's EOS ids join the min_tokens stop ids); per step, filling the
+// op's rows in storage reserved at construction (add_row, then sample_step on the logits view the
+// model returned, in the model's device memory); and turning the op's results into SampleOutput.
+// The engine generator for unseeded rows (SamplerConfig::seed) and its counter live here.
 //
-// Randomness: a seeded request's draw at output position p is a function of (seed, p) alone
-// (Philox, sampler_rng.h), so the same seed gives the same tokens whatever the batch, the row
-// order, the thread count or a preemption in between. Unseeded random rows take consecutive draws
-// of the engine generator (SamplerConfig::seed) in row order. Streams are not bit-identical to
-// vLLM's torch generators; the guarantees are the same.
+// sample() takes rows in separate host buffers with their params, converting them per call (tests
+// and tools); rows adjacent in memory go to the op together.
 //
-// Threading: sample() runs rows in parallel with OpenMP; a Sampler itself is used by one thread
-// (the engine thread), since the engine generator's counter advances on each call.
+// Threading: a Sampler is used by one thread (the engine thread); the op runs rows in parallel.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +21,7 @@
 
 #include "engine/logprobs.h"
 #include "engine/sampling_params.h"
+#include "kernels/backend.h"
 
 namespace fp4serve::engine {
 
@@ -35,7 +30,8 @@ struct SamplerConfig {
   int64_t valid_vocab_size = 0;  // ids that are tokens (tokenizer size: 248077); 1..vocab_size
   std::vector<int64_t> eos_token_ids;  // generation_config EOS ids, masked under min_tokens
   uint64_t seed = 0;                   // engine generator, for requests without a seed
-  int num_threads = 0;                 // rows sampled in parallel; 0 = OpenMP's default
+  int num_threads = 0;                 // rows sampled in parallel; 0 = the backend's default
+  int64_t max_rows = 0;                // logits rows of one step, reserved at construction
 };
 
 struct SampleInput {
@@ -49,13 +45,23 @@ struct SampleInput {
 
 struct SampleOutput {
   int32_t token = -1;
-  std::optional<SampleLogprobs> logprobs;  // set when params->logprobs is set
+  std::optional<SampleLogprobs> logprobs;  // set when the request asked for logprobs
 };
 
 class Sampler {
  public:
-  // Throws EngineConfigError for an impossible vocabulary.
-  explicit Sampler(SamplerConfig config);
+  // Throws EngineConfigError for an impossible vocabulary. `backend` runs the op and must outlive
+  // the sampler.
+  explicit Sampler(SamplerConfig config, kernels::Backend& backend = kernels::default_backend());
+
+  // The op's options for a sequence with these (prepared) params; made once, at admission.
+  kernels::SamplingOptions options_for(const SamplingParams& params) const;
+
+  // One step: add_row() once per logits row, in the rows' order, then sample_step() with the
+  // [rows, vocab_size] logits view. `options` and the id spans must stay valid until then.
+  void add_row(const kernels::SamplingOptions& options, std::span<const int32_t> prompt_ids,
+               std::span<const int32_t> output_ids);
+  std::vector<SampleOutput> sample_step(const kernels::TensorView& logits);
 
   // One output per input, in order. Throws EngineLogicError (before sampling anything) for a row
   // of the wrong length or a missing params pointer.
@@ -68,7 +74,11 @@ class Sampler {
 
  private:
   SamplerConfig config_;
+  kernels::Backend* backend_;
   uint64_t engine_draws_ = 0;
+  std::vector<kernels::SampleRow> rows_;        // the step's rows
+  std::vector<kernels::SampleResult> results_;  // one per row
+  std::vector<kernels::TokenLogprob> top_;      // the rows' top-N entries, back to back
 };
 
 }  // namespace fp4serve::engine

@@ -10,10 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "kernels/sampling.h"
+
 namespace fp4serve::engine {
 
 // vLLM's constants (vllm/sampling_params.py, vllm/v1/sample/sampler.py).
-inline constexpr double kSamplingEps = 1e-5;             // temperature below this = greedy
+inline constexpr double kSamplingEps = kernels::kGreedyTemperature;  // temperature below this = greedy
 inline constexpr double kMinRandomTemperature = 1e-2;    // _MAX_TEMP: 0 < T < this is raised to it
 inline constexpr int64_t kDefaultMaxNSequences = 16384;  // VLLM_MAX_N_SEQUENCES default
 inline constexpr int64_t kDefaultMaxLogprobs = 20;       // --max-logprobs default
@@ -43,7 +45,7 @@ struct SamplingParams {
   std::optional<int64_t> prompt_logprobs;
   std::map<int64_t, double> logit_bias;  // token id -> bias added to the logit
   // Words never to complete; deduplicated by prepare_sampling_params, turned into token sequences
-  // by tokenize_bad_words (bad_words.h) into bad_words_token_ids, which the sampler enforces.
+  // by tokenize_bad_words (bad_words.h) into bad_words_token_ids, which the sampling op enforces.
   std::vector<std::string> bad_words;
   std::vector<std::vector<int32_t>> bad_words_token_ids;
 

@@ -41,9 +41,15 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, StateSlo
   if (config_.snapshot_interval < 0 || config_.snapshot_interval % bs != 0)
     throw EngineConfigError(fmt::format("GDN snapshot interval {} is not a multiple of the block size {}",
                                         config_.snapshot_interval, bs));
-  running_.reserve(static_cast<std::size_t>(config_.max_num_seqs));
-  output_.scheduled.reserve(static_cast<std::size_t>(config_.max_num_seqs));
-  results_.reserve(static_cast<std::size_t>(config_.max_num_seqs));
+  if (config_.num_speculative_tokens < 0 || config_.num_speculative_tokens > kMaxSpeculativeTokens)
+    throw EngineConfigError(fmt::format("num_speculative_tokens {} is outside 0 .. {}", config_.num_speculative_tokens,
+                                        kMaxSpeculativeTokens));
+  counters_.spec_decode.num_speculative_tokens = config_.num_speculative_tokens;
+  const auto max_seqs = static_cast<std::size_t>(config_.max_num_seqs);
+  running_.reserve(max_seqs);
+  output_.scheduled.reserve(max_seqs);
+  results_.reserve(max_seqs * static_cast<std::size_t>(1 + config_.num_speculative_tokens));
+  if (config_.num_speculative_tokens > 0) output_.verify_outcomes.reserve(max_seqs);
 }
 
 Request& Scheduler::add_request(std::string id, std::vector<std::int32_t> prompt_token_ids,
@@ -80,8 +86,12 @@ const SchedulerOutput& Scheduler::schedule() {
   while (idx < running_.size() && budget > 0) {
     Request& r = *running_[idx];
     int n = r.num_tokens() - r.num_computed_tokens;
+    // A decode (one token left) also runs the drafts the engine proposed, as many as fit.
+    const int drafts_wanted = n == 1 ? draft_limit(r) : 0;
+    n += drafts_wanted;
     if (config_.long_prefill_token_threshold > 0) n = std::min(n, config_.long_prefill_token_threshold);
     n = std::min(n, budget);
+    int drafts = std::max(0, std::min(drafts_wanted, n - 1));
     if (n <= 0) {
       ++idx;
       continue;
@@ -93,6 +103,11 @@ const SchedulerOutput& Scheduler::schedule() {
         allocated = true;
         break;
       }
+      if (drafts > 0) {  // no room for the drafts: run the plain decode rather than preempt anyone
+        n -= drafts;
+        drafts = 0;
+        continue;
+      }
       // Out of KV blocks: preempt the newest running request (vLLM: running.pop()). Requests before
       // idx were scheduled already this step and are never the last one unless r itself is.
       Request* victim = running_.back();
@@ -102,7 +117,7 @@ const SchedulerOutput& Scheduler::schedule() {
       if (victim == &r) break;
     }
     if (!allocated) break;  // r itself was preempted, and everything after it before that
-    emit(r, n, old_blocks, StateInit::kContinue, -1, false);
+    emit(r, n, old_blocks, StateInit::kContinue, -1, false, drafts);
     budget -= n;
     ++idx;
   }
@@ -151,26 +166,46 @@ const SchedulerOutput& Scheduler::schedule() {
   return output_;
 }
 
+int Scheduler::draft_limit(const Request& r) const {
+  if (config_.num_speculative_tokens == 0 || r.draft_token_ids.empty()) return 0;
+  // Room for every draft and the bonus token after them: never past max_model_len or max_tokens.
+  const int room = std::min(config_.max_model_len - r.num_tokens(), r.max_tokens() - r.num_output_tokens()) - 1;
+  return std::max(0, std::min({static_cast<int>(r.draft_token_ids.size()), config_.num_speculative_tokens, room}));
+}
+
 void Scheduler::emit(Request& r, int num_tokens, std::size_t old_num_blocks, StateInit init,
-                     int restore_snapshot_id, bool resumed) {
+                     int restore_snapshot_id, bool resumed, int num_drafts) {
   ScheduledRequest s;
   s.request = &r;
   s.start_position = r.num_computed_tokens;
   s.num_scheduled_tokens = num_tokens;
+  s.num_draft_tokens = num_drafts;
+  if (num_drafts > 0) {
+    auto& v = r.res.verify_tokens;
+    v.clear();
+    v.push_back(r.all_token_ids().back());
+    v.insert(v.end(), r.draft_token_ids.begin(), r.draft_token_ids.begin() + num_drafts);
+    s.tokens = v;
+  } else {
+    s.tokens = r.all_token_ids().subspan(static_cast<std::size_t>(s.start_position),
+                                         static_cast<std::size_t>(num_tokens));
+  }
+  r.draft_token_ids.clear();  // consumed; the engine proposes afresh after the step
   const std::span<const std::int32_t> table(r.res.block_ids);
   s.block_table = table;
   s.new_block_ids = table.subspan(old_num_blocks);
   s.state_slot = r.res.state_slot;
   s.state_init = init;
   s.restore_snapshot_id = restore_snapshot_id;
-  s.needs_logits = s.start_position + num_tokens == r.num_tokens();
+  s.needs_logits = num_drafts > 0 || s.start_position + num_tokens == r.num_tokens();
   if (r.prompt_logprobs_pending) {
     s.prompt_logit_rows =
         std::max(0, std::min(s.start_position + num_tokens, r.num_prompt_tokens() - 1) - s.start_position);
   }
   s.resumed = resumed;
   s.snapshot_begin = static_cast<int>(output_.snapshot_points.size());
-  plan_snapshots(r, s.start_position, s.start_position + num_tokens);
+  // A verify step's snapshots are planned once the kept length is known (update_verified).
+  if (num_drafts == 0) plan_snapshots(r, s.start_position, s.start_position + num_tokens);
   s.snapshot_count = static_cast<int>(output_.snapshot_points.size()) - s.snapshot_begin;
   output_.scheduled.push_back(s);
   output_.total_num_scheduled_tokens += num_tokens;
@@ -215,14 +250,26 @@ void Scheduler::plan_snapshots(Request& r, int start, int end) {
 }
 
 const std::vector<StepResult>& Scheduler::update_from_output(std::span<const std::int32_t> sampled_tokens) {
+  single_tokens_.clear();
+  for (const std::int32_t& t : sampled_tokens) single_tokens_.emplace_back(&t, 1);
+  return update_from_emitted(single_tokens_);
+}
+
+const std::vector<StepResult>& Scheduler::update_from_emitted(std::span<const std::span<const std::int32_t>> emitted) {
   if (!step_in_flight_) throw EngineLogicError("update_from_output() without a schedule()");
-  if (sampled_tokens.size() != output_.scheduled.size())
+  if (emitted.size() != output_.scheduled.size())
     throw EngineLogicError(fmt::format("update_from_output: {} sampled tokens for {} scheduled requests",
-                                       sampled_tokens.size(), output_.scheduled.size()));
+                                       emitted.size(), output_.scheduled.size()));
   results_.clear();
+  output_.verify_outcomes.clear();
+  output_.kept_snapshot_points.clear();
   for (std::size_t i = 0; i < output_.scheduled.size(); ++i) {
     const ScheduledRequest& s = output_.scheduled[i];
     Request& r = *s.request;
+    if (s.num_draft_tokens > 0) {
+      update_verified(static_cast<int>(i), s, emitted[i]);
+      continue;
+    }
     const int prompt_positions =
         std::max(0, std::min(r.num_prompt_tokens(), s.start_position + s.num_scheduled_tokens) - s.start_position);
     counters_.prompt_tokens_computed += prompt_positions;
@@ -235,25 +282,113 @@ const std::vector<StepResult>& Scheduler::update_from_output(std::span<const std
     if (s.restore_snapshot_id >= 0) snapshots_->unpin(s.restore_snapshot_id);
     if (!s.needs_logits) continue;  // a prefill chunk short of the end: nothing sampled
     r.prompt_logprobs_pending = false;  // every prompt row has been computed by now
+    if (emitted[i].size() != 1)
+      throw EngineLogicError(fmt::format("request '{}': {} tokens for a step without drafts", r.id(), emitted[i].size()));
 
-    const std::int32_t token = sampled_tokens[i];
+    const std::int32_t token = emitted[i][0];
     r.append_output_token(token);
     ++counters_.generation_tokens;
-    RequestStatus status = RequestStatus::kRunning;
-    if (r.num_tokens() >= config_.max_model_len || r.num_output_tokens() >= r.max_tokens())
-      status = RequestStatus::kFinishedLength;
-    else if (stop_checker_ && stop_checker_(r))
-      status = RequestStatus::kFinishedStopped;
+    const RequestStatus status = finish_status(r);
     if (status != RequestStatus::kRunning) {
       running_.erase(std::find(running_.begin(), running_.end(), &r));
       retire(r, status);
     }
-    results_.push_back(StepResult{&r, token, status != RequestStatus::kRunning, status});
+    results_.push_back(StepResult{&r, token, status != RequestStatus::kRunning, status, static_cast<int>(i), 0});
   }
   step_in_flight_ = false;
   for (const std::string& id : deferred_aborts_) abort_request(id);
   deferred_aborts_.clear();
   return results_;
+}
+
+RequestStatus Scheduler::finish_status(const Request& r) const {
+  if (r.num_tokens() >= config_.max_model_len || r.num_output_tokens() >= r.max_tokens())
+    return RequestStatus::kFinishedLength;
+  if (stop_checker_ && stop_checker_(r)) return RequestStatus::kFinishedStopped;
+  return RequestStatus::kRunning;
+}
+
+void Scheduler::update_verified(int index, const ScheduledRequest& s, std::span<const std::int32_t> tokens) {
+  Request& r = *s.request;
+  const int d = s.num_draft_tokens;
+  const int m = static_cast<int>(tokens.size());
+  if (m < 1 || m > 1 + d)
+    throw EngineLogicError(fmt::format("request '{}': {} tokens from a step verifying {} drafts", r.id(), m, d));
+  for (int j = 0; j + 1 < m; ++j)
+    if (tokens[static_cast<std::size_t>(j)] != s.tokens[static_cast<std::size_t>(1 + j)])
+      throw EngineLogicError(fmt::format("request '{}': token {} of a verify step is not the draft it accepts", r.id(), j));
+  SpecDecodeMetrics& spec = counters_.spec_decode;
+  ++spec.num_drafts;
+  spec.num_draft_tokens += d;
+  spec.num_accepted_tokens += m - 1;
+  for (int j = 0; j + 1 < m; ++j) ++spec.num_accepted_tokens_per_pos[static_cast<std::size_t>(j)];
+
+  // Append one token at a time with the usual checks; a finish drops the tokens after it (vLLM
+  // _update_request_with_output), so the request ends exactly where the plain decode would.
+  RequestStatus status = RequestStatus::kRunning;
+  int kept = 0;
+  while (kept < m && status == RequestStatus::kRunning) {
+    const std::int32_t token = tokens[static_cast<std::size_t>(kept)];
+    r.append_output_token(token);
+    ++counters_.generation_tokens;
+    status = finish_status(r);
+    results_.push_back(StepResult{&r, token, false, RequestStatus::kRunning, index, kept});
+    ++kept;
+  }
+  results_.back().finished = status != RequestStatus::kRunning;
+  results_.back().status = status;
+
+  // Positions start .. start + kept - 1 hold the last token and the kept drafts; the rest of the
+  // step's positions held rejected (or dropped) drafts.
+  r.num_computed_tokens = s.start_position + kept;
+  kv_.truncate(r, r.num_computed_tokens);
+  kv_.cache_computed_blocks(r);
+  VerifyOutcome outcome;
+  outcome.scheduled_index = index;
+  outcome.kept_tokens = kept;
+  outcome.snapshot_begin = static_cast<int>(output_.kept_snapshot_points.size());
+  plan_kept_snapshots(r, s.start_position, r.num_computed_tokens);
+  outcome.snapshot_count = static_cast<int>(output_.kept_snapshot_points.size()) - outcome.snapshot_begin;
+  output_.verify_outcomes.push_back(outcome);
+  if (status != RequestStatus::kRunning) {
+    running_.erase(std::find(running_.begin(), running_.end(), &r));
+    retire(r, status);  // commits the tail planned above; the runner fills it before the next step
+  }
+}
+
+// The same snapshots plan_snapshots would have planned over the decode steps that produced these
+// positions one at a time, but decided after the fact: each is reserved and committed now, and the
+// model runner copies its state (kept in the rollback entries) right after this update, before any
+// step can read it. Committing in order also reproduces the plain decode's LRU order.
+void Scheduler::plan_kept_snapshots(Request& r, int start, int end) {
+  if (snapshots_ == nullptr) return;
+  const int bs = kv_.block_size();
+  const int prompt_end = (r.num_prompt_tokens() - 1) / bs * bs;
+  auto& pts = output_.kept_snapshot_points;
+  int tail = 0;
+  for (int b = (start / bs + 1) * bs; b <= end; b += bs) {
+    const bool fixed = (config_.snapshot_interval > 0 && b % config_.snapshot_interval == 0) || b == prompt_end;
+    if (!fixed) {
+      if (b > prompt_end) tail = b;
+      continue;
+    }
+    const BlockHash key = kv_.prefix_hash(r, b);
+    if (const int have = snapshots_->find(key); have >= 0) {
+      snapshots_->touch(have);
+      continue;
+    }
+    const int id = snapshots_->reserve();
+    if (id < 0) continue;
+    pts.push_back(SnapshotPoint{b - start, id, b, key, false});
+    if (!snapshots_->commit(id, key, b)) pts.pop_back();
+  }
+  if (tail == 0) return;
+  const BlockHash key = kv_.prefix_hash(r, tail);
+  if (snapshots_->find(key) >= 0) return;
+  if (r.res.tail_snapshot_id < 0) r.res.tail_snapshot_id = snapshots_->reserve();
+  if (r.res.tail_snapshot_id < 0) return;
+  pts.push_back(SnapshotPoint{tail - start, r.res.tail_snapshot_id, tail, key, true});
+  r.res.tail_snapshot_tokens = tail;
 }
 
 void Scheduler::release_resources(Request& r) {
@@ -276,6 +411,7 @@ void Scheduler::release_resources(Request& r) {
 void Scheduler::preempt(Request& r) {
   release_resources(r);
   r.num_computed_tokens = 0;
+  r.draft_token_ids.clear();
   r.transition_to(RequestStatus::kPreempted);
   ++r.num_preemptions;
   ++counters_.num_preemptions;

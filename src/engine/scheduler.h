@@ -25,6 +25,17 @@
 // the recurrent form splits anywhere bit-identically; so no chunk is ever shortened for a snapshot
 // and no request is skipped for lack of budget (vLLM's align mode has both costs).
 //
+// Speculative decoding (vLLM spec_token_ids / num_draft_tokens): a running request in decode whose
+// draft_token_ids the engine filled gets 1 + d tokens (its last token and d drafts) and 1 + d logits
+// rows. d is trimmed so the step never passes the token budget, long_prefill_token_threshold,
+// num_speculative_tokens, max_model_len or max_tokens even if every draft is accepted; when the KV
+// blocks for the drafts are missing the request runs without them (drafts never preempt anyone).
+// update_from_emitted takes the accepted drafts and the correction or bonus token, appends them one at
+// a time with the usual finish checks (a finish drops the tokens after it), moves num_computed_tokens
+// back to the kept length, returns the blocks that only held rejected positions, registers only
+// blocks of kept tokens, and plans the GDN snapshots the kept tokens passed (VerifyOutcome): nothing a
+// rejected draft touched reaches the prefix cache.
+//
 // Single-threaded: the engine thread owns it. Calls alternate schedule() / update_from_output();
 // abort_request() between them is deferred to the end of update_from_output().
 #pragma once
@@ -56,6 +67,8 @@ struct SchedulerConfig {
   // GDN snapshot every this many tokens (a multiple of the KV block size); 0 = only at prompt ends
   // and sequence ends. Ignored without a snapshot store or without prefix caching.
   int snapshot_interval = 0;
+  // Most drafts a request verifies per step (0: drafts are ignored); at most kMaxSpeculativeTokens.
+  int num_speculative_tokens = 0;
 };
 
 // Decides, after a token was appended, whether the request stops (EOS, stop token ids, stop strings,
@@ -63,11 +76,14 @@ struct SchedulerConfig {
 // as in vLLM check_stop.
 using StopChecker = std::function<bool(const Request&)>;
 
+// One appended token. A verify step gives a request several, in order; only the last can be finished.
 struct StepResult {
   const Request* request = nullptr;  // valid until the next schedule()
   std::int32_t token = -1;           // the token appended this step
   bool finished = false;
   RequestStatus status = RequestStatus::kRunning;
+  int scheduled_index = -1;          // in the step's SchedulerOutput::scheduled
+  int token_index = 0;               // 0 .. : which of the request's tokens this step (its logits row)
 };
 
 class Scheduler {
@@ -85,6 +101,10 @@ class Scheduler {
   const SchedulerOutput& schedule();
   // sampled_tokens[i] is the token sampled for output.scheduled[i] (ignored where !needs_logits).
   const std::vector<StepResult>& update_from_output(std::span<const std::int32_t> sampled_tokens);
+  // The general form: emitted[i] are the tokens output.scheduled[i] produced (ignored where
+  // !needs_logits): one, or for a verify step its accepted drafts followed by the correction or bonus
+  // token (1 .. 1 + num_draft_tokens; EngineLogicError if a token before the last is not its draft).
+  const std::vector<StepResult>& update_from_emitted(std::span<const std::span<const std::int32_t>> emitted);
 
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
@@ -97,8 +117,15 @@ class Scheduler {
 
  private:
   void emit(Request& r, int num_tokens, std::size_t old_num_blocks, StateInit init,
-            int restore_snapshot_id, bool resumed);
+            int restore_snapshot_id, bool resumed, int num_drafts = 0);
+  // Drafts r can verify this step within max_tokens, max_model_len and num_speculative_tokens.
+  int draft_limit(const Request& r) const;
   void plan_snapshots(Request& r, int start, int end);
+  // Verify steps: the snapshots the kept positions start .. end - 1 passed, into kept_snapshot_points.
+  void plan_kept_snapshots(Request& r, int start, int end);
+  void update_verified(int index, const ScheduledRequest& s, std::span<const std::int32_t> tokens);
+  // kFinishedLength / kFinishedStopped / kRunning for r after a token was appended.
+  RequestStatus finish_status(const Request& r) const;
   void preempt(Request& r);
   void release_resources(Request& r);
   void retire(Request& r, RequestStatus final_status);
@@ -123,6 +150,7 @@ class Scheduler {
 
   SchedulerOutput output_;
   std::vector<StepResult> results_;
+  std::vector<std::span<const std::int32_t>> single_tokens_;  // the one-token form's spans
   SchedulerMetrics counters_;
 };
 

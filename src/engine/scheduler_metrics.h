@@ -1,9 +1,25 @@
 // Counters and gauges the scheduler keeps for the engine to export (Prometheus, periodic log line).
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace fp4serve::engine {
+
+// Most drafts one request verifies in one step (vLLM MAX_SPEC_LEN): bounds the per-position counters.
+inline constexpr int kMaxSpeculativeTokens = 32;
+
+// Speculative decoding counters, as vLLM's SpecDecodingStats (vllm/v1/spec_decode/metrics.py): one
+// "draft" is one request verifying drafts in one step; accepted tokens are the drafts the target
+// agreed with (the correction or bonus token is not counted). Acceptance rate = accepted / draft
+// tokens; mean acceptance length = 1 + accepted / drafts.
+struct SpecDecodeMetrics {
+  int num_speculative_tokens = 0;         // configured drafts per step (0: off)
+  std::int64_t num_drafts = 0;            // vllm:spec_decode_num_drafts
+  std::int64_t num_draft_tokens = 0;      // vllm:spec_decode_num_draft_tokens
+  std::int64_t num_accepted_tokens = 0;   // vllm:spec_decode_num_accepted_tokens
+  std::array<std::int64_t, kMaxSpeculativeTokens> num_accepted_tokens_per_pos{};  // ..._per_pos{position}
+};
 
 struct SchedulerMetrics {
   // Gauges.
@@ -23,6 +39,7 @@ struct SchedulerMetrics {
   std::int64_t kv_block_evictions = 0;    // cached blocks dropped to make room
   std::int64_t snapshot_evictions = 0;    // GDN snapshots dropped to make room
   std::int64_t num_steps = 0;             // schedule() calls that scheduled something
+  SpecDecodeMetrics spec_decode;
 };
 
 }  // namespace fp4serve::engine

@@ -14,8 +14,4 @@ inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }  // torch
 // torch.nn.functional.softplus(beta=1, threshold=20): x above the threshold is returned as is.
 inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
-// out[t, :] = table[ids[t], :] (bf16 rows of `hidden`). Throws std::out_of_range naming the bad id.
-void embedding_lookup(const uint16_t* table, int64_t vocab, int64_t hidden, const int32_t* ids, int64_t T,
-                      uint16_t* out);
-
 }  // namespace fp4serve::kernels

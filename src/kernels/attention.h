@@ -1,6 +1,6 @@
-// Causal GQA attention with Qwen3.5's sigmoid output gate (model-arch.md 2.3, 6.7), over a KV cache
+// Causal GQA attention with Qwen3.5's sigmoid output gate (docs/model-arch.md §2.3, §6.7), over a KV cache
 // that is either contiguous per sequence or paged (block table of fixed-size blocks), holding K/V
-// as bf16 or fp8 e4m3 with per-tensor k_scale/v_scale (quant-formats.md 4).
+// as bf16 or fp8 e4m3 with per-tensor k_scale/v_scale (docs/quant-formats.md §4).
 //
 // Numerics per (query token t, q head h), kv head = h / (Hq/Hkv), keys j = 0 .. pos0 + t, with
 // K_j, V_j as bf16 values (fp8: bf16(e4m3 * scale), vLLM's Triton read path). Two variants:
@@ -17,13 +17,11 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <initializer_list>
+#include <span>
 
-#include "kernels/cpu/cpu_features.h"
 
 namespace fp4serve::kernels {
-
-using cpu::Isa;
 
 enum class KvDtype : uint8_t { kBf16, kFp8E4M3 };
 
@@ -45,23 +43,6 @@ struct KvView {
   float v_scale = 1.0f;
 };
 
-// Stores k/v rows ([T, n_kv_heads, head_dim] bf16, post-norm post-RoPE) at positions pos0 .. pos0+T-1.
-// fp8: e4m3_satfinite(k / k_scale). Throws if a position falls outside the table/capacity.
-void kv_write(const KvView& kv, const uint16_t* k, const uint16_t* v, int64_t T, int64_t pos0);
-
-struct AttentionSeq {
-  const uint16_t* q = nullptr;     // [T, Hq, D] bf16 (post q_norm, post RoPE)
-  const uint16_t* gate = nullptr;  // [T, Hq * D] bf16 (the gate half of q_proj)
-  int64_t T = 0;
-  int64_t pos0 = 0;                // position of the first query = keys cached before this step
-  KvView kv;                       // must already hold keys 0 .. pos0 + T - 1
-  uint16_t* out = nullptr;         // [T, Hq * D] bf16
-};
-
 enum class AttentionMath : uint8_t { kHfEager, kFp32 };
-
-// All sequences of a step in one parallel region; work items are (sequence, token, head).
-void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa = cpu::active_isa(),
-                     AttentionMath math = AttentionMath::kHfEager);
 
 }  // namespace fp4serve::kernels

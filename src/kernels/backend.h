@@ -74,7 +74,7 @@ struct LinearHandle {
   const void* impl = nullptr;
   int64_t n = 0;
   int64_t k = 0;
-  WeightFormat format = WeightFormat::kBf16;  // the checkpoint's format
+  WeightLayout format = WeightLayout::kBf16;  // the checkpoint's format
 };
 
 // A sparse MoE block's weights (router, experts, shared expert) in the backend's form.
@@ -119,6 +119,15 @@ struct StepLimits {
   int64_t max_context = 0;      // tokens one sequence can reach (attention keys)
 };
 
+// The model's dimensions that size a backend's per-thread scratch (Backend::reserve).
+struct ModelShape {
+  int64_t hidden = 0;
+  int64_t max_linear_k = 0;       // the widest input of any linear
+  int64_t num_q_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int64_t experts = 0, top_k = 0, moe_intermediate = 0, shared_intermediate = 0;
+  int64_t gdn_key_dim = 0, gdn_value_heads = 0, gdn_head_v_dim = 0;
+};
+
 enum class NormKind : uint8_t {
   kOnePlus,  // Qwen3_5MoeRMSNorm: out = bf16((x * r) * (1 + w))
 };
@@ -131,9 +140,10 @@ class Backend {
   // One line for logs and doctor, e.g. "cpu amx (AVX512-BF16 + AMX tiles), 2 threads".
   virtual std::string describe() const = 0;
 
-  // Reserves what the ops need for steps within `limits` (per-thread scratch), so that later steps
-  // do not allocate. Call once before serving; a step beyond the limits still works but may allocate.
-  virtual void reserve(const StepLimits& limits) = 0;
+  // Sizes what the ops need for steps within `limits` of a model of `shape` (per-thread scratch), so
+  // that once each thread has run each op, no step allocates. Call once before serving; a step beyond
+  // the limits still works but may allocate.
+  virtual void reserve(const StepLimits& limits, const ModelShape& shape) = 0;
 
   // ---- memory ------------------------------------------------------------------------------
   // Zero-filled, 64-byte aligned. Large buffers are committed lazily where the device allows (the CPU
@@ -203,7 +213,8 @@ class Backend {
   virtual void state_zero(std::span<const GdnStateRef> dst, const GdnDims& dims) = 0;
   // out[i, :] = x[rows[i], :] (host row indices), bf16 [*, H].
   virtual void gather_rows(const TensorView& x, std::span<const int64_t> rows, const TensorView& out) = 0;
-  // One token (and its logprobs when asked) per logits row; sampling.h has the contract.
+  // One token (and its logprobs when asked) per row of logits [rows.size(), config.vocab_size] f32
+  // (rows may be strided), results into `out`; sampling.h has the semantics and the numerics contract.
   virtual void sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
                       std::span<SampleResult> out) = 0;
 };

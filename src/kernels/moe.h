@@ -1,4 +1,4 @@
-// Sparse MoE block of Qwen3.5/3.6 (model-arch.md 2.4, 6.8), mirroring HF's eager
+// Sparse MoE block of Qwen3.5/3.6 (docs/model-arch.md §2.4, §6.8), mirroring HF's eager
 // Qwen3_5MoeSparseMoeBlock / Qwen3_5MoeExperts / Qwen3_5MoeTopKRouter in bf16:
 //   logits = bf16(x @ router^T)
 //   p = softmax(logits) fp32; top-k (larger first, ties to the lower expert id); w = p / sum(top-k p)
@@ -16,12 +16,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/cpu/cpu_features.h"
 #include "kernels/weights.h"
 
 namespace fp4serve::kernels {
-
-using cpu::Isa;
 
 struct ExpertWeights {
   WeightView gate;  // [I, H]
@@ -38,19 +35,6 @@ struct MoeWeights {
   int top_k = 8;
 };
 
-// logits: [T, E] floats (bf16 values). idx: [T, top_k] expert ids (descending weight);
-// weights: [T, top_k] bf16 values.
-void moe_route(const float* logits, int64_t T, int E, int top_k, int32_t* idx, float* weights);
-
-// Tokens grouped by expert: rows offsets[e] .. offsets[e+1] of the grouped order are the (token,
-// slot) pairs routed to expert e, tokens ascending. This is the order the expert GEMMs run in.
-struct ExpertGroups {
-  std::vector<int32_t> offsets;  // E + 1
-  std::vector<int32_t> token;    // T * top_k
-  std::vector<int32_t> slot;     // T * top_k: index into the token's top_k list
-};
-ExpertGroups group_by_expert(const int32_t* idx, int64_t T, int top_k, int E);
-
 // How the routed experts' outputs are summed. HF has several experts backends
 // (config._experts_implementation) and they round differently:
 enum class MoeCombine : uint8_t {
@@ -59,9 +43,5 @@ enum class MoeCombine : uint8_t {
                      // pairs, i.e. bf16 adds in top-k slot order
   kFp32Sum,       // reshape(T, k, H).sum(1) in fp32, one bf16 rounding (later HF versions, vLLM-like)
 };
-
-// The whole block: x [T, H] bf16 -> out [T, H] bf16 (out may not alias x).
-void moe_block(const uint16_t* x, int64_t T, const MoeWeights& w, uint16_t* out, Isa isa = cpu::active_isa(),
-               MoeCombine combine = MoeCombine::kHfEager);
 
 }  // namespace fp4serve::kernels

@@ -1,4 +1,4 @@
-// Partial interleaved multimodal RoPE of Qwen3.5/3.6 attention (model-arch.md 2.3.1, 6.6).
+// Partial interleaved multimodal RoPE of Qwen3.5/3.6 attention (docs/model-arch.md §2.3.1, §6.6).
 //   inv_freq[i] = 1 / theta^(2i / rot)  (fp32), i < rot/2
 //   axis(i) = H if i % 3 == 1 and i < 3*sections[1]; W if i % 3 == 2 and i < 3*sections[2]; else T
 //   f[i] = pos_axis(i) * inv_freq[i];  cos/sin over concat(f, f), computed in fp32, cast to bf16
@@ -20,14 +20,5 @@ struct RopeConfig {
 
 // cos and sin (rotary_dim values each, bf16-rounded fp32) for one token at positions (t, h, w).
 void rope_cos_sin(const RopeConfig& cfg, int64_t pos_t, int64_t pos_h, int64_t pos_w, float* cos, float* sin);
-
-// In place on x [T, heads, head_dim] bf16. pos_t/pos_h/pos_w: [T] positions per axis (text: the
-// same array three times).
-void apply_rope(uint16_t* x, int64_t T, int64_t heads, const RopeConfig& cfg, const int64_t* pos_t,
-                const int64_t* pos_h, const int64_t* pos_w);
-// Text-only convenience: one position per token for all axes.
-inline void apply_rope_text(uint16_t* x, int64_t T, int64_t heads, const RopeConfig& cfg, const int64_t* pos) {
-  apply_rope(x, T, heads, cfg, pos, pos, pos);
-}
 
 }  // namespace fp4serve::kernels

@@ -6,7 +6,8 @@
 //
 // Rows: dimension 0 is the outermost. A "matrix" view is rank 2 [rows, cols]; rows may be strided
 // (stride[0] >= cols) but elements within a row are contiguous (stride[1] == 1) for every op that
-// does not say otherwise.
+// does not say otherwise. A backend whose op cannot take a layout rejects the view
+// (std::invalid_argument); it never reads it as another layout.
 #pragma once
 
 #include <array>

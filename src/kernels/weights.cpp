@@ -15,7 +15,7 @@ void check_dims(int64_t n, int64_t k, const std::string& what) {
 }
 
 // The fields every view has; the constructors below add their format's scales.
-WeightView make_view(WeightFormat format, int64_t n, int64_t k, const void* data, int64_t ld) {
+WeightView make_view(WeightLayout format, int64_t n, int64_t k, const void* data, int64_t ld) {
   WeightView w;
   w.format = format;
   w.n = n;
@@ -27,19 +27,19 @@ WeightView make_view(WeightFormat format, int64_t n, int64_t k, const void* data
 
 }  // namespace
 
-const char* weight_format_name(WeightFormat f) {
+const char* weight_layout_name(WeightLayout f) {
   switch (f) {
-    case WeightFormat::kBf16:
+    case WeightLayout::kBf16:
       return "bf16";
-    case WeightFormat::kFp8Tensor:
+    case WeightLayout::kFp8Tensor:
       return "fp8-tensor";
-    case WeightFormat::kFp8Block:
+    case WeightLayout::kFp8Block:
       return "fp8-block128";
-    case WeightFormat::kNvfp4:
+    case WeightLayout::kNvfp4:
       return "nvfp4";
-    case WeightFormat::kInt4Gptq:
+    case WeightLayout::kInt4Gptq:
       return "int4-gptq";
-    case WeightFormat::kInt4Packed:
+    case WeightLayout::kInt4Packed:
       return "int4-packed";
   }
   return "?";
@@ -48,14 +48,14 @@ const char* weight_format_name(WeightFormat f) {
 WeightView bf16_weight(const uint16_t* data, int64_t n, int64_t k, const std::string& what) {
   check_dims(n, k, what);
   require(data != nullptr, what, "null data");
-  return make_view(WeightFormat::kBf16, n, k, data, k);
+  return make_view(WeightLayout::kBf16, n, k, data, k);
 }
 
 WeightView fp8_tensor_weight(const uint8_t* data, float scale, int64_t n, int64_t k, const std::string& what) {
   check_dims(n, k, what);
   require(data != nullptr, what, "null data");
   require(scale > 0.0f, what, "weight_scale must be > 0");
-  WeightView w = make_view(WeightFormat::kFp8Tensor, n, k, data, k);
+  WeightView w = make_view(WeightLayout::kFp8Tensor, n, k, data, k);
   w.tensor_scale = scale;
   return w;
 }
@@ -64,7 +64,7 @@ WeightView fp8_block_weight(const uint8_t* data, const void* scale_inv, bool sca
                             int64_t k, const std::string& what) {
   check_dims(n, k, what);
   require(data != nullptr && scale_inv != nullptr, what, "null data or scale_inv");
-  WeightView w = make_view(WeightFormat::kFp8Block, n, k, data, k);
+  WeightView w = make_view(WeightLayout::kFp8Block, n, k, data, k);
   w.scales = scale_inv;
   w.scale_ld = (k + 127) / 128;
   w.scales_bf16 = scale_is_bf16;
@@ -78,7 +78,7 @@ WeightView nvfp4_weight(const uint8_t* packed, const uint8_t* block_scales, floa
   require(k % 16 == 0, what, "NVFP4 needs K % 16 == 0, got K=" + std::to_string(k));
   require(packed != nullptr && block_scales != nullptr, what, "null packed data or block scales");
   require(global > 0.0f, what, "weight_scale_2 must be > 0");
-  WeightView w = make_view(WeightFormat::kNvfp4, n, k, packed, k);
+  WeightView w = make_view(WeightLayout::kNvfp4, n, k, packed, k);
   w.scales = block_scales;
   w.scale_ld = k / 16;
   w.group = 16;
@@ -93,7 +93,7 @@ WeightView int4_gptq_weight(const int32_t* qweight, const uint16_t* scales_f16, 
   require(k % group == 0, what, "K=" + std::to_string(k) + " is not a multiple of the group size " +
                                     std::to_string(group));
   require(qweight != nullptr && scales_f16 != nullptr, what, "null qweight or scales");
-  WeightView w = make_view(WeightFormat::kInt4Gptq, n, k, qweight, n);
+  WeightView w = make_view(WeightLayout::kInt4Gptq, n, k, qweight, n);
   w.scales = scales_f16;
   w.scale_ld = n;
   w.group = group;
@@ -105,17 +105,17 @@ std::vector<std::span<const std::byte>> weight_source_bytes(const WeightView& v)
     return std::span<const std::byte>(static_cast<const std::byte*>(p), static_cast<size_t>(n));
   };
   switch (v.format) {
-    case WeightFormat::kBf16: return {span(v.data, v.n * v.ld * 2)};
-    case WeightFormat::kFp8Tensor: return {span(v.data, v.n * v.ld)};
-    case WeightFormat::kFp8Block:
+    case WeightLayout::kBf16: return {span(v.data, v.n * v.ld * 2)};
+    case WeightLayout::kFp8Tensor: return {span(v.data, v.n * v.ld)};
+    case WeightLayout::kFp8Block:
       return {span(v.data, v.n * v.ld), span(v.scales, (v.n + 127) / 128 * v.scale_ld * (v.scales_bf16 ? 2 : 4))};
-    case WeightFormat::kNvfp4: return {span(v.data, v.n * v.ld / 2), span(v.scales, v.n * v.scale_ld)};
+    case WeightLayout::kNvfp4: return {span(v.data, v.n * v.ld / 2), span(v.scales, v.n * v.scale_ld)};
     default: return {};  // INT4: a column slice of the GPTQ layout is not one range (kept, as before)
   }
 }
 
 WeightView slice_rows(const WeightView& w, int64_t r0, int64_t rows) {
-  const std::string what = std::string(weight_format_name(w.format)) + " weight slice";
+  const std::string what = std::string(weight_layout_name(w.format)) + " weight slice";
   require(r0 >= 0 && rows > 0 && r0 + rows <= w.n, what,
           "rows [" + std::to_string(r0) + ", " + std::to_string(r0 + rows) + ") outside [0, " +
               std::to_string(w.n) + ")");
@@ -123,28 +123,28 @@ WeightView slice_rows(const WeightView& w, int64_t r0, int64_t rows) {
   s.n = rows;
   s.packed = nullptr;
   switch (w.format) {
-    case WeightFormat::kBf16:
+    case WeightLayout::kBf16:
       s.data = static_cast<const uint16_t*>(w.data) + r0 * w.ld;
       break;
-    case WeightFormat::kFp8Tensor:
+    case WeightLayout::kFp8Tensor:
       s.data = static_cast<const uint8_t*>(w.data) + r0 * w.ld;
       break;
-    case WeightFormat::kFp8Block:
+    case WeightLayout::kFp8Block:
       require(r0 % 128 == 0, what, "FP8 block weights can only be sliced at multiples of 128 rows");
       s.data = static_cast<const uint8_t*>(w.data) + r0 * w.ld;
       s.scales = w.scales_bf16
                      ? static_cast<const void*>(static_cast<const uint16_t*>(w.scales) + (r0 / 128) * w.scale_ld)
                      : static_cast<const void*>(static_cast<const float*>(w.scales) + (r0 / 128) * w.scale_ld);
       break;
-    case WeightFormat::kNvfp4:
-    case WeightFormat::kInt4Packed:
+    case WeightLayout::kNvfp4:
+    case WeightLayout::kInt4Packed:
       s.data = static_cast<const uint8_t*>(w.data) + r0 * (w.ld / 2);
-      if (w.format == WeightFormat::kNvfp4)
+      if (w.format == WeightLayout::kNvfp4)
         s.scales = static_cast<const uint8_t*>(w.scales) + r0 * w.scale_ld;
       else
         s.scales = static_cast<const float*>(w.scales) + r0 * w.scale_ld;
       break;
-    case WeightFormat::kInt4Gptq:  // rows of W are columns of qweight
+    case WeightLayout::kInt4Gptq:  // rows of W are columns of qweight
       s.data = static_cast<const int32_t*>(w.data) + r0;
       s.scales = static_cast<const uint16_t*>(w.scales) + r0;
       break;
@@ -153,7 +153,7 @@ WeightView slice_rows(const WeightView& w, int64_t r0, int64_t rows) {
 }
 
 WeightView Int4Packed::view() const {
-  WeightView w = make_view(WeightFormat::kInt4Packed, n, k, packed.data(), k);
+  WeightView w = make_view(WeightLayout::kInt4Packed, n, k, packed.data(), k);
   w.scales = scales.data();
   w.scale_ld = k / group;
   w.group = group;
@@ -161,7 +161,7 @@ WeightView Int4Packed::view() const {
 }
 
 Int4Packed int4_repack(const WeightView& g) {
-  if (g.format != WeightFormat::kInt4Gptq) throw WeightLayoutError("int4_repack: expects an int4-gptq view");
+  if (g.format != WeightLayout::kInt4Gptq) throw WeightLayoutError("int4_repack: expects an int4-gptq view");
   Int4Packed p;
   p.n = g.n;
   p.k = g.k;
@@ -197,7 +197,7 @@ void dequantize_rows_unscaled(const WeightView& w, int64_t r0, int64_t r1, float
 std::vector<float> dequantize_full(const WeightView& w) {
   std::vector<float> out(static_cast<size_t>(w.n * w.k));
   dequantize_rows_unscaled(w, 0, w.n, out.data());
-  if (w.format == WeightFormat::kFp8Tensor || w.format == WeightFormat::kNvfp4)
+  if (w.format == WeightLayout::kFp8Tensor || w.format == WeightLayout::kNvfp4)
     for (float& v : out) v *= w.tensor_scale;
   return out;
 }

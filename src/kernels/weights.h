@@ -8,8 +8,9 @@
 //   kFp8Tensor     W = e4m3(data[n*ld + k])                     ; y *= tensor_scale after the K sum
 //   kFp8Block      W = e4m3(data[n*ld + k]) * scale[n/128][k/128]   (scale fp32 or bf16, per element)
 //   kNvfp4         W = e2m1(nibble(n, k)) * e4m3(bscale[n][k/16])    ; y *= tensor_scale (weight_scale_2)
-//                  nibble(n,k) = byte data[n*ld/2 + k/2], low nibble for even k (quant-formats.md 1.2);
-//                  e2m1 * e4m3 is exact in fp32, and weight_scale_2 goes on the fp32 sum (section 5.1/7.8).
+//                  nibble(n,k) = byte data[n*ld/2 + k/2], low nibble for even k (docs/quant-formats.md §1.2);
+//                  e2m1 * e4m3 is exact in fp32, and weight_scale_2 goes on the fp32 sum
+//                  (docs/quant-formats.md §5.1).
 //   kInt4Gptq      W = (q - 8) * f16(scales[(k/group)*ld + n]),  q = (qweight[(k/8)*ld + n] >> 4*(k%8)) & 15
 //                  (AutoRound/GPTQ sym, desc_act=false: g_idx is k/group and is ignored)
 //   kInt4Packed    same numbers as kInt4Gptq after int4_repack(): nibbles row-major [N, K/2] like NVFP4,
@@ -25,14 +26,17 @@
 
 namespace fp4serve::kernels {
 
-enum class WeightFormat : uint8_t { kBf16, kFp8Tensor, kFp8Block, kNvfp4, kInt4Gptq, kInt4Packed };
+// How a weight's bytes lie in memory for the kernels. (A checkpoint's quantization scheme is
+// tensor/weight_format.h's WeightFormat; one scheme can have several layouts: GPTQ INT4 is read as
+// kInt4Gptq and repacked to kInt4Packed.)
+enum class WeightLayout : uint8_t { kBf16, kFp8Tensor, kFp8Block, kNvfp4, kInt4Gptq, kInt4Packed };
 
 struct PackedWeight;  // packed_weight.h: the same numbers in the fast tiers' panel layout
 
-const char* weight_format_name(WeightFormat f);
+const char* weight_layout_name(WeightLayout f);
 
 struct WeightView {
-  WeightFormat format = WeightFormat::kBf16;
+  WeightLayout format = WeightLayout::kBf16;
   int64_t n = 0;             // rows (out features)
   int64_t k = 0;             // cols (in features)
   const void* data = nullptr;

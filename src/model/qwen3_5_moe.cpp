@@ -114,13 +114,35 @@ std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step
   return logits;
 }
 
+kernels::ModelShape Qwen35MoeModel::shape() const {
+  const ModelConfig& c = config();
+  kernels::ModelShape m;
+  m.hidden = c.hidden_size;
+  m.num_q_heads = c.num_attention_heads;
+  m.num_kv_heads = c.num_key_value_heads;
+  m.head_dim = c.head_dim;
+  m.experts = c.num_experts;
+  m.top_k = c.num_experts_per_tok;
+  m.moe_intermediate = c.moe_intermediate_size;
+  m.shared_intermediate = c.shared_expert_intermediate_size;
+  m.gdn_key_dim = w_.gdn_dims.key_dim();
+  m.gdn_value_heads = w_.gdn_dims.Hv;
+  m.gdn_head_v_dim = w_.gdn_dims.dv;
+  m.max_linear_k = std::max({m.hidden, w_.gdn_dims.value_dim(), m.num_q_heads * m.head_dim, m.moe_intermediate,
+                             m.shared_intermediate});
+  return m;
+}
+
 kernels::StepLimits Qwen35MoeModel::limits_for(std::span<const BatchSequence> step) const {
   kernels::StepLimits l;
   l.max_seqs = static_cast<int64_t>(step.size());
   for (const BatchSequence& s : step) {
     const auto n = static_cast<int64_t>(s.tokens.size());
     l.max_tokens += n;
-    l.max_logit_rows += s.logits == BatchSequence::Logits::kAll ? n : s.logits == BatchSequence::Logits::kLast ? 1 : 0;
+    l.max_logit_rows += s.logits == BatchSequence::Logits::kAll     ? n
+                        : s.logits == BatchSequence::Logits::kLast  ? 1
+                        : s.logits == BatchSequence::Logits::kLastN ? std::clamp<int64_t>(s.last_rows, 0, n)
+                                                                    : 0;
     l.max_context = std::max(l.max_context, s.pos0 + n);
   }
   return l;
@@ -287,6 +309,8 @@ kernels::TensorView Qwen35MoeModel::forward_step(std::span<const BatchSequence> 
         for (int64_t r = r0; r < r1; ++r) ws.logit_rows.push_back(r);
       } else if (step[s].logits == BatchSequence::Logits::kLast) {
         ws.logit_rows.push_back(r1 - 1);
+      } else if (step[s].logits == BatchSequence::Logits::kLastN) {
+        for (int64_t r = std::max(r0, r1 - step[s].last_rows); r < r1; ++r) ws.logit_rows.push_back(r);
       }
     }
     const auto R = static_cast<int64_t>(ws.logit_rows.size());

@@ -72,6 +72,9 @@ class Qwen35MoeModel {
                                    StepProfile* profile = nullptr, const LogitsRowSink& sink = {},
                                    std::vector<std::vector<uint16_t>>* hidden_states = nullptr) const;
 
+  // The dimensions a backend sizes its scratch with (Backend::reserve).
+  kernels::ModelShape shape() const;
+
   // The limits a workspace needs for exactly this step.
   kernels::StepLimits limits_for(std::span<const BatchSequence> step) const;
 

@@ -31,8 +31,11 @@ struct BatchSequence {
   std::span<const GdnStateRef> gdn;       // per GDN layer, in layer order
   std::span<const kernels::KvView> kv;    // per attention layer; must cover pos0 + tokens.size() rows
   std::span<const StateCopyPoint> copies; // ascending after_tokens
-  // Logit rows: none (a prefill chunk short of the prompt's end), the last token, or every token.
-  enum class Logits : uint8_t { kNone, kLast, kAll } logits = Logits::kLast;
+  // Logit rows: none (a prefill chunk short of the prompt's end), the last token, every token, or
+  // the last last_rows tokens (speculative verification: the last real token and its drafts). Every
+  // row is bit-identical to the same position's row under kAll.
+  enum class Logits : uint8_t { kNone, kLast, kAll, kLastN } logits = Logits::kLast;
+  int64_t last_rows = 0;                  // kLastN only; clamped to the new tokens
   // The logits rows of the first sink_rows new tokens go to the step's LogitsRowSink (prompt
   // logprobs), whatever `logits` says; they are not in the returned rows.
   int64_t sink_rows = 0;

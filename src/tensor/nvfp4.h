@@ -2,7 +2,7 @@
 // nibble of byte j), one E4M3 block scale per 16 consecutive K elements of a row, and one fp32
 // per-tensor scale (`weight_scale_2`, a forward multiplier = amax / (6 * 448)).
 //   W[n,k] = e2m1(nibble(n,k)) * e4m3(weight_scale[n, k/16]) * weight_scale_2
-// quant-formats.md section 1.2-1.3.
+// docs/quant-formats.md §1.2-1.3.
 #pragma once
 
 #include <cstdint>

@@ -4,13 +4,14 @@
 //
 //   kBF16         unquantized; `weight` in whatever float dtype is on disk (bf16, f16, f32).
 //   kFP8PerTensor ModelOpt "FP8": `weight` e4m3 [N,K], `weight_scale` f32 scalar, and a static
-//                 activation scale `input_scale` (activations_quantized) — quant-formats.md §3.2.
+//                 activation scale `input_scale` (activations_quantized) — docs/quant-formats.md §3.2.
 //                 Also plain quant_method "fp8" without a block size (dynamic activations).
 //   kFP8Block     Qwen/DeepSeek block FP8: `weight` e4m3 [N,K], `weight_scale_inv` per
 //                 block_rows x block_cols block, activations quantized dynamically (fp8_block.h).
 //   kNVFP4        ModelOpt NVFP4: packed e2m1 + e4m3 block scales per group_size (16) + fp32
 //                 `weight_scale_2`; activations_quantized tells NVFP4 (W4A4, needs `input_scale`)
-//                 from W4A16_NVFP4 (any `input_scale` on disk is ignored) — nvfp4.h, §1.3-1.4.
+//                 from W4A16_NVFP4 (any `input_scale` on disk is ignored) — nvfp4.h,
+//                 docs/quant-formats.md §1.3-1.4.
 //   kInt4Gptq     GPTQ / AutoRound auto_gptq packing: int32 `qweight`, f16 `scales`, `qzeros` per
 //                 group_size (-1 = one group per column), sym/desc_act (`g_idx`) — int4_gptq.h.
 #pragma once

@@ -104,23 +104,23 @@ std::string module_group(const PlannedModule& m) {
 }
 
 // The CPU kernel's weight view for a checkpoint format (model_weights.cpp's linear_as).
-kernels::WeightFormat kernel_format(WeightFormatKind k) {
+kernels::WeightLayout kernel_format(WeightFormatKind k) {
   switch (k) {
-    case WeightFormatKind::kBF16: return kernels::WeightFormat::kBf16;
-    case WeightFormatKind::kFP8PerTensor: return kernels::WeightFormat::kFp8Tensor;
-    case WeightFormatKind::kFP8Block: return kernels::WeightFormat::kFp8Block;
-    case WeightFormatKind::kNVFP4: return kernels::WeightFormat::kNvfp4;
-    case WeightFormatKind::kInt4Gptq: return kernels::WeightFormat::kInt4Packed;  // repacked at load
+    case WeightFormatKind::kBF16: return kernels::WeightLayout::kBf16;
+    case WeightFormatKind::kFP8PerTensor: return kernels::WeightLayout::kFp8Tensor;
+    case WeightFormatKind::kFP8Block: return kernels::WeightLayout::kFp8Block;
+    case WeightFormatKind::kNVFP4: return kernels::WeightLayout::kNvfp4;
+    case WeightFormatKind::kInt4Gptq: return kernels::WeightLayout::kInt4Packed;  // repacked at load
   }
-  return kernels::WeightFormat::kBf16;
+  return kernels::WeightLayout::kBf16;
 }
 
 std::string kernel_for(const PlannedModule& m, const std::string& isa, bool tier_packs) {
   if (m.kind == ModuleKind::kEmbedding) return "row gather (bf16)";
-  const kernels::WeightFormat f = kernel_format(m.format.kind);
-  const std::string view = kernels::weight_format_name(f);
+  const kernels::WeightLayout f = kernel_format(m.format.kind);
+  const std::string view = kernels::weight_layout_name(f);
   const std::string op = m.kind == ModuleKind::kRoutedExperts ? "moe experts" : "linear";
-  const bool panels = tier_packs && f != kernels::WeightFormat::kInt4Packed;  // packed_weight.h's formats
+  const bool panels = tier_packs && f != kernels::WeightLayout::kInt4Packed;  // packed_weight.h's formats
   return fmt::format("cpu {} {} ({}){}", op, view, isa,
                      panels ? ", packed at load into 16-row panels"
                             : m.format.kind == WeightFormatKind::kInt4Gptq ? ", repacked at load" : "");

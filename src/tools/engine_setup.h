@@ -1,6 +1,6 @@
 // What `serve` and `generate --batch` share: the engine flags with vLLM's names, loading the model,
 // tokenizer and generation config, and turning the flags into an EngineConfig with every choice
-// logged ("Say what you chose": ARCHITECTURE.md).
+// logged (a design rule of fp4serve: "say what you chose").
 #pragma once
 
 #include <cstdint>

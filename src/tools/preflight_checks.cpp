@@ -22,7 +22,7 @@ namespace {
 // sm121 has been fixed": cuDNN 9.23.1 release notes; seed "Qwen3.6 on an RTX PRO 6000").
 constexpr int kCudnnSm120Fix = 9'23'01;  // cudnnGetVersion() encoding: major*10000 + minor*100 + patch
 
-// vLLM's --moe-backend values (vllm/config/kernel.py, spec vllm-surface.md §2) plus the SM120
+// vLLM's --moe-backend values (vllm/config/kernel.py; docs/vllm-surface.md §2) plus the SM120
 // native-FP4 path the seeds use (flashinfer_b12x).
 const std::vector<std::string> kMoeBackends = {"auto",        "triton",           "deep_gemm",        "deep_gemm_mega_moe",
                                                "cutlass",     "flashinfer_trtllm", "flashinfer_cutlass", "flashinfer_cutedsl",

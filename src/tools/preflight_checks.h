@@ -1,6 +1,6 @@
 // Every configuration fp4serve knows to be broken, as data: one rule per known-bad setup with the
-// reason a user needs ("Configurations known to be broken are refused with an explanation, not
-// run": ARCHITECTURE.md §1.4). `fp4serve doctor` prints every rule's verdict; `serve` runs the same
+// reason a user needs (a design rule of fp4serve: "configurations known to be broken are refused
+// with an explanation, not run"). `fp4serve doctor` prints every rule's verdict; `serve` runs the same
 // rules and refuses on the first start-up with all reasons at once, so doctor and serve never
 // disagree.
 //

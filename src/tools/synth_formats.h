@@ -11,7 +11,7 @@
 //          weight_block_size [128,128], modules_to_not_convert [...]} (the list as Qwen writes it:
 //          lm_head, embed_tokens and each GDN layer's conv1d / in_proj_a / in_proj_b).
 //   nvfp4  nvidia/Qwen3.6-35B-A3B-NVFP4, ModelOpt recipe w4a16_nvfp4-fp8_attn-kv_fp8_cast
-//          (quant-formats.md §2.3): W4A16 NVFP4 routed + shared experts and lm_head, FP8 per-tensor
+//          (docs/quant-formats.md §2.3): W4A16 NVFP4 routed + shared experts and lm_head, FP8 per-tensor
 //          W8A8 attention q/k/v/o and GDN in_proj_qkv / in_proj_z / out_proj, the rest BF16, KV FP8.
 //          hf_quant_config.json (MIXED_PRECISION, quantized_layers) and config.json
 //          quantization_config (convert_hf_quant_config_format: config_groups, quantized_layers).

@@ -53,7 +53,7 @@ std::vector<std::string> layer_types(int64_t num_layers, int64_t interval) {
 nlohmann::json config_json(const SynthDims& d, const nlohmann::json& quantization_config) {
   using nlohmann::json;
   const int64_t tok = d.special_token_base;
-  // text_config of Qwen/Qwen3.6-35B-A3B (model-arch.md §1), with the shape fields from `d`.
+  // text_config of Qwen/Qwen3.6-35B-A3B (docs/model-arch.md §1.1), with the shape fields from `d`.
   json text = {
       {"attention_bias", false},
       {"attention_dropout", 0.0},

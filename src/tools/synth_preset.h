@@ -1,5 +1,5 @@
 // The model shapes `fp4serve synth` can write and the config files that describe them, written as
-// the real release writes them (model-arch.md §1): config.json of Qwen3_5MoeForConditionalGeneration
+// the real release writes them (docs/model-arch.md §1.1): config.json of Qwen3_5MoeForConditionalGeneration
 // with the text model under text_config and the vision tower's vision_config (the vision weights
 // themselves are not synthesized), and generation_config.json. transformers saves both with
 // json.dumps(indent=2, sort_keys=True) + "\n"; nlohmann::json's default map keeps keys sorted too.

@@ -57,7 +57,7 @@ void generate_rows(const Source& s, int64_t r0, int64_t r1, float* out);
 // The largest |value| of the whole source (parallel over rows; the same for any thread count).
 float source_abs_max(const Source& s);
 
-// The value distribution of the unquantized small tensors, by tensor name (model-arch.md §2.1,
+// The value distribution of the unquantized small tensors, by tensor name (docs/model-arch.md §2.1,
 // §2.2): the (1+w) RMSNorm weights are stored near 0, the gated GDN norm's near 1, A_log is
 // log(uniform(1, 16)) in fp32, dt_bias small, the depthwise conv N(0, 0.2); everything else
 // (linears, embeddings, router) N(0, 0.02).

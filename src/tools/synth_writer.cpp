@@ -203,7 +203,7 @@ class Synthesizer {
                   const std::vector<PlannedTensor>& tensors) {
     const Source src = weight_source(path, rows, cols);
     // NVFP4: gate and up of one expert (and of the shared expert) share one weight_scale_2,
-    // ModelOpt's guarantee for the fused w13 that vLLM builds (quant-formats.md §3.4).
+    // ModelOpt's guarantee for the fused w13 that vLLM builds (docs/quant-formats.md §3.4).
     std::string amax_key = path;
     std::vector<Source> group = {src};
     const std::string_view l = leaf(path);

@@ -2,7 +2,8 @@
 
 Torch-free on purpose: the default tests use it to check the committed files, and make_tiny_models.py
 uses it to build the weights the goldens are computed from ("transformers on the dequantized weights").
-Formulas (quant-formats.md, checked against ModelOpt/AutoRound in tests/test_reference_tools.py):
+Formulas (docs/quant-formats.md §5.1, src/tensor/int4_gptq.h; checked against ModelOpt/AutoRound in
+tests/test_reference_tools.py):
   FP8 block (Qwen):   W = fp8 * weight_scale_inv[r // 128, c // 128]
   FP8 tensor (ModelOpt): W = fp8 * weight_scale
   NVFP4 (ModelOpt):   W = e2m1(nibble) * e4m3(weight_scale[r, c // 16]) * weight_scale_2   (low nibble = even column)

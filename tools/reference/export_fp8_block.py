@@ -5,7 +5,7 @@ edges, as Qwen/DeepSeek block FP8 does); experts are per-expert 2-D tensors
 `mlp.experts.{e}.{gate,up,down}_proj.weight`. Dense (listed in modules_to_not_convert, mirroring the
 release's list): embeddings, lm_head, norms, A_log, dt_bias, conv1d, in_proj_a/b, router, shared
 expert gate and the vision tower. `weight_scale_inv` is BF16 as in the release's headers
-(quant-formats/model-arch [CENSUS]); it is the dequant multiplier: W = fp8 * weight_scale_inv.
+([CENSUS], docs/model-arch.md §0); it is the dequant multiplier: W = fp8 * weight_scale_inv.
 """
 import os
 import re

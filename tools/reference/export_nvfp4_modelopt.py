@@ -19,7 +19,8 @@ import torch
 from checkpoint_writer import write_json
 from tiny_model import TINY_GENERATION_CONFIG
 
-NVFP4_INPUT_SCALE_DIVISOR = 6.0 * 448.0  # input_scale = amax(x) / (E2M1_MAX * E4M3_MAX), quant-formats §1.4
+# input_scale = amax(x) / (E2M1_MAX * E4M3_MAX): docs/quant-formats.md §1.4
+NVFP4_INPUT_SCALE_DIVISOR = 6.0 * 448.0
 
 RECIPE = "huggingface/qwen3_5_moe/ptq/w4a16_nvfp4-fp8_attn-kv_fp8_cast"
 
@@ -34,7 +35,7 @@ def w4a16_input_amax(model, batches):
     """Input amax of every W4A16 module, measured on the calibration batches.
 
     The published nvidia/Qwen3.6-35B-A3B-NVFP4 (ModelOpt 0.37/0.44) carries an `input_scale` on its
-    W4A16 modules although W4A16 never quantizes activations (quant-formats.md §1.4: vLLM loads and
+    W4A16 modules although W4A16 never quantizes activations (docs/quant-formats.md §1.4: vLLM loads and
     ignores them); ModelOpt 0.47 no longer writes them. We add them, computed the way ModelOpt computes
     an NVFP4 input scale (amax / 2688; one input quantizer per projection type shared by all experts of
     a layer), so loaders meet the release's tensor set."""

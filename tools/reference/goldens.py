@@ -4,8 +4,8 @@ Two runs per checkpoint:
   bf16 - weights rounded to bfloat16 (what from_pretrained(dtype=bfloat16) does; A_log and
          linear_attn.norm included), activations bf16: the reference users run.
   f32  - the same weights in float32 (A_log/norm at full F32 precision when stored so), activations f32.
-Both use attn_implementation="eager" and experts_implementation="eager" (the code model-arch.md
-describes: fp32 softmax, per-expert loop with a bf16 index_add_), on CPU.
+Both use attn_implementation="eager" and experts_implementation="eager" (the code docs/model-arch.md
+§6 follows: fp32 softmax, per-expert loop with a bf16 index_add_), on CPU.
 
 File layout (readable without numpy): goldens.json (index + metadata + token lists) and goldens.bin
 (little-endian raw arrays; "bf16" entries are raw bfloat16 bit patterns, "f32" IEEE float32, "i32").

@@ -51,7 +51,7 @@ TEMPLATE_SOURCES = {
 }
 
 # Qwen3.6 = the Qwen3.5-35B-A3B template (thinking on by default; the llama.cpp copy) with the
-# preserve_thinking switch of ../shared/spec/model-arch.md section 5.4.
+# preserve_thinking switch of docs/model-arch.md §5.2.
 QWEN36_FROM = "Qwen3.5-4B.llama.cpp.jinja"
 QWEN36_OLD = "{%- if loop.index0 > ns.last_query_index %}"
 QWEN36_NEW = (

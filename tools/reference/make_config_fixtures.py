@@ -4,8 +4,8 @@
     python3 tools/reference/make_config_fixtures.py
 
 What is a faithful copy and what is reconstructed is listed in tests/data/configs/README.md.
-Sources: /work/shared/spec/model-arch.md section 1 (the published Qwen/Qwen3.6-35B-A3B config.json
-and generation_config.json), section 1.2 (Qwen3-Next), quant-formats.md section 2 (ModelOpt
+Sources: docs/model-arch.md §1.1 (the published Qwen/Qwen3.6-35B-A3B config.json
+and generation_config.json), §1.2 (Qwen3-Next), docs/quant-formats.md §2 (ModelOpt
 hf_quant_config.json / quantization_config, the NVFP4 recipe for qwen3_5_moe), and the model cards of
 the FP8, AutoRound and GPTQ releases.
 """
@@ -26,7 +26,7 @@ def write(name, obj):
     path.write_text(json.dumps(obj, indent=2) + "\n")
 
 
-# --- Qwen/Qwen3.6-35B-A3B config.json (model-arch.md section 1, [CFG36]) ---------------------------
+# --- Qwen/Qwen3.6-35B-A3B config.json (docs/model-arch.md §1.1, [CFG36]) --------------------------
 QWEN36 = {
     "architectures": ["Qwen3_5MoeForConditionalGeneration"],
     "image_token_id": 248056,
@@ -109,7 +109,7 @@ QWEN36_GENERATION = {
     "transformers_version": "4.57.1",
 }
 
-# --- Qwen3-Next-80B-A3B style flat config (model-arch.md section 1.2; old-style rope fields) --------
+# --- Qwen3-Next-80B-A3B style flat config (docs/model-arch.md §1.2; old-style rope fields) --------
 QWEN3_NEXT = {
     "architectures": ["Qwen3NextForCausalLM"],
     "attention_bias": False,
@@ -154,7 +154,7 @@ QWEN3_NEXT = {
 }
 
 
-# --- nvidia/Qwen3.6-35B-A3B-NVFP4 (quant-formats.md sections 2.2-2.3, reconstructed) ----------------
+# --- nvidia/Qwen3.6-35B-A3B-NVFP4 (docs/quant-formats.md §2.2-2.3, reconstructed) -----------------
 def nvfp4_quantized_layers():
     w4a16 = {"quant_algo": "W4A16_NVFP4", "group_size": 16}
     fp8 = {"quant_algo": "FP8"}

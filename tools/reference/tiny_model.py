@@ -177,7 +177,7 @@ TINY_GENERATION_CONFIG = {
     "top_p": 0.95,
 }
 
-# Parameters the BF16 release stores in float32 (model-arch.md §2.2 notes, [CENSUS]).
+# Parameters the BF16 release stores in float32 (docs/model-arch.md §2.2, [CENSUS]).
 F32_PARAM_SUFFIXES = ("linear_attn.A_log", "linear_attn.norm.weight")
 
 

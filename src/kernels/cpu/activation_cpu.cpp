@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kernels/activation.h"
+#include "kernels/cpu/activation_cpu.h"
 
 namespace fp4serve::kernels {
 

@@ -9,7 +9,9 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "tensor/float_formats.h"
+#include "kernels/cpu/attention_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {
@@ -89,7 +91,7 @@ void kv_write(const KvView& kv, const uint16_t* k, const uint16_t* v, int64_t T,
   }
 }
 
-void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, AttentionMath math) {
+void gated_attention(std::span<const AttentionSeq> seqs, int Hq, Isa isa, AttentionMath math) {
   const cpu::KernelTable& kt = cpu::kernel_table(isa);
   // Work items: (sequence, kv head, block of kTokensPerItem query tokens).
   struct Item {
@@ -97,7 +99,18 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
     int kvh;
     int64_t t0, t1;
   };
-  std::vector<Item> items;
+  // Items per sequence: kv heads x token blocks (below). Counted first so the list is one scratch array.
+  auto tokens_per_item = [&](const AttentionSeq& s) {
+    const int64_t group = Hq / s.kv.n_kv_heads, keys = s.pos0 + s.T;
+    return std::clamp<int64_t>(kMaxItemScores / std::max<int64_t>(1, group * keys), 1, kTokensPerItem);
+  };
+  size_t max_items = 0;
+  for (const AttentionSeq& s : seqs) {
+    if (s.kv.n_kv_heads > 0)
+      max_items += static_cast<size_t>(s.kv.n_kv_heads) * static_cast<size_t>((s.T + tokens_per_item(s) - 1) / tokens_per_item(s));
+  }
+  Item* items = cpu::scratch<Item>(cpu::Scratch::kAttnItems, max_items);
+  size_t num_items = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const AttentionSeq& s = seqs[i];
     check_view(s.kv);
@@ -106,46 +119,46 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
       throw std::invalid_argument("gated_attention: null q, gate or out");
     // Fewer tokens per item at long contexts: an item's scores are (tokens x group) x keys floats,
     // kept under kMaxItemScores (each query is computed alone, so the split changes no result).
-    const int64_t group = Hq / s.kv.n_kv_heads, keys = s.pos0 + s.T;
-    const int64_t per_item = std::clamp<int64_t>(kMaxItemScores / std::max<int64_t>(1, group * keys), 1, kTokensPerItem);
+    const int64_t per_item = tokens_per_item(s);
     for (int kvh = 0; kvh < s.kv.n_kv_heads; ++kvh)
-      for (int64_t t0 = 0; t0 < s.T; t0 += per_item) items.push_back({i, kvh, t0, std::min(s.T, t0 + per_item)});
+      for (int64_t t0 = 0; t0 < s.T; t0 += per_item) items[num_items++] = {i, kvh, t0, std::min(s.T, t0 + per_item)};
   }
   const bool eager = math == AttentionMath::kHfEager;
-  cpu::parallel_for(static_cast<int64_t>(items.size()), 1, [&](int64_t i0, int64_t i1) {
-    std::vector<float> qf, kbuf, vbuf, acc, scores, sums;
+  cpu::parallel_for(static_cast<int64_t>(num_items), 1, [&](int64_t i0, int64_t i1) {
     for (int64_t it = i0; it < i1; ++it) {
       const Item& item = items[static_cast<size_t>(it)];
       const AttentionSeq& s = seqs[item.seq];
       const int D = s.kv.head_dim;
       const int group = Hq / s.kv.n_kv_heads;
       const int64_t L_max = s.pos0 + item.t1;  // the last token of the item sees keys 0 .. pos0 + t1 - 1
-      kbuf.resize(static_cast<size_t>(L_max * D));
-      vbuf.resize(static_cast<size_t>(L_max * D));
-      load_rows(s.kv, s.kv.k, item.kvh, L_max, s.kv.k_scale, kbuf.data());
-      load_rows(s.kv, s.kv.v, item.kvh, L_max, s.kv.v_scale, vbuf.data());
+      // This thread's buffers (thread_scratch.h: grown once, reused by every later item and step).
+      float* kbuf = cpu::scratch<float>(cpu::Scratch::kAttnK, static_cast<size_t>(L_max * D));
+      float* vbuf = cpu::scratch<float>(cpu::Scratch::kAttnV, static_cast<size_t>(L_max * D));
+      load_rows(s.kv, s.kv.k, item.kvh, L_max, s.kv.k_scale, kbuf);
+      load_rows(s.kv, s.kv.v, item.kvh, L_max, s.kv.v_scale, vbuf);
       // The item's queries: (token t, q head h of the kv head's group), query r = (t - t0) * group + g.
       const int64_t Q = (item.t1 - item.t0) * group;
-      qf.resize(static_cast<size_t>(Q * D));
-      scores.resize(static_cast<size_t>(Q * L_max));
-      acc.assign(static_cast<size_t>(Q * D), 0.0f);
-      sums.resize(static_cast<size_t>(Q));  // each query's softmax denominator l
+      float* qf = cpu::scratch<float>(cpu::Scratch::kAttnQ, static_cast<size_t>(Q * D));
+      float* scores = cpu::scratch<float>(cpu::Scratch::kAttnScores, static_cast<size_t>(Q * L_max));
+      float* acc = cpu::scratch<float>(cpu::Scratch::kAttnAcc, static_cast<size_t>(Q * D));
+      std::fill(acc, acc + Q * D, 0.0f);
+      float* sums = cpu::scratch<float>(cpu::Scratch::kAttnSums, static_cast<size_t>(Q));  // softmax denominators l
       auto keys_of = [&](int64_t r) { return s.pos0 + item.t0 + r / group + 1; };  // causal: keys 0 .. pos0 + t
       for (int64_t r = 0; r < Q; ++r) {
         const int64_t t = item.t0 + r / group;
         const int h = item.kvh * group + static_cast<int>(r % group);
-        bf16_to_f32(s.q + (t * Hq + h) * D, qf.data() + r * D, D);
+        bf16_to_f32(s.q + (t * Hq + h) * D, qf + r * D, D);
       }
       // Keys in blocks that stay in L1 while every query of the item uses them (in order, so each
       // score's dot and each output element's fma chain over j are unchanged).
       for (int64_t j0 = 0; j0 < L_max; j0 += kKeysPerBlock)
         for (int64_t r = 0; r < Q; ++r) {
           const int64_t n = std::min(kKeysPerBlock, keys_of(r) - j0);
-          if (n > 0) kt.dots(qf.data() + r * D, kbuf.data() + j0 * D, D, n, D, scores.data() + r * L_max + j0);
+          if (n > 0) kt.dots(qf + r * D, kbuf + j0 * D, D, n, D, scores + r * L_max + j0);
         }
       const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
       for (int64_t r = 0; r < Q; ++r) {
-        float* sc = scores.data() + r * L_max;
+        float* sc = scores + r * L_max;
         const int64_t L = keys_of(r);
         float mx = -INFINITY;
         for (int64_t j = 0; j < L; ++j) {
@@ -165,7 +178,7 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
       for (int64_t j0 = 0; j0 < L_max; j0 += kKeysPerBlock)
         for (int64_t r = 0; r < Q; ++r) {
           const int64_t n = std::min(kKeysPerBlock, keys_of(r) - j0);
-          if (n > 0) kt.weighted_sum(scores.data() + r * L_max + j0, vbuf.data() + j0 * D, D, n, D, acc.data() + r * D);
+          if (n > 0) kt.weighted_sum(scores + r * L_max + j0, vbuf + j0 * D, D, n, D, acc + r * D);
         }
       for (int64_t r = 0; r < Q; ++r) {
         const int64_t t = item.t0 + r / group;
@@ -173,7 +186,7 @@ void gated_attention(const std::vector<AttentionSeq>& seqs, int Hq, Isa isa, Att
         const float l = sums[static_cast<size_t>(r)];
         const uint16_t* gate = s.gate + (t * Hq + h) * D;
         uint16_t* out = s.out + (t * Hq + h) * D;
-        const float* a = acc.data() + r * D;
+        const float* a = acc + r * D;
         for (int d = 0; d < D; ++d) {
           const float o = round_bf16(eager ? a[d] : a[d] / l);
           out[d] = f32_to_bf16_bits(o * round_bf16(sigmoid(bf16_bits_to_f32(gate[d]))));

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -15,8 +16,14 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/sampling_cpu.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/linear.h"
-#include "kernels/norm.h"
+#include "kernels/cpu/thread_scratch.h"
+#include "kernels/cpu/linear_cpu.h"
+#include "kernels/cpu/norm_cpu.h"
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/cpu/gdn_cpu.h"
+#include "kernels/cpu/moe_cpu.h"
+#include "kernels/cpu/rope_cpu.h"
+#include "kernels/cpu/activation_cpu.h"
 
 namespace fp4serve::kernels::cpu {
 namespace {
@@ -37,11 +44,12 @@ std::shared_ptr<void> zeroed_memory(std::size_t bytes, std::string_view what) {
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
-// Grow-only scratch of the calling thread for the bf16 -> fp32 copy of a linear batch's input.
-float* input_scratch(std::size_t floats) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < floats) buf.resize(floats);
-  return buf.data();
+// The kernels behind most ops walk a tensor as one block of rows: a view with strided rows
+// (tensor_view.h allows them where an op does not say otherwise) is rejected, never read as if
+// contiguous (which read and wrote the bytes between its rows).
+void expect_contiguous(std::initializer_list<const TensorView*> views, const char* op) {
+  for (const TensorView* v : views)
+    if (!v->is_contiguous()) throw std::invalid_argument(std::string(op) + ": the CPU backend takes contiguous views only");
 }
 
 void check_rows(const TensorView& v, int64_t rows, const char* what) {
@@ -61,8 +69,51 @@ std::string CpuBackend::describe() const {
   return fmt::format("cpu {} ({} threads)", isa_name(isa_), num_threads());
 }
 
-void CpuBackend::reserve(const StepLimits& limits) {
-  (void)limits;  // per-thread kernel scratch is reserved by the kernels on first use (see step_workspace)
+void CpuBackend::reserve(const StepLimits& l, const ModelShape& m) {
+  // Floors of the kernels' per-thread scratch (thread_scratch.h): each thread allocates a slot once,
+  // at first use, at these sizes; large ones are mapped lazily, so unused room costs address space.
+  const auto T = static_cast<std::size_t>(std::max<int64_t>(1, l.max_tokens));
+  const auto R = T * static_cast<std::size_t>(std::max<int64_t>(1, m.top_k));
+  const auto E = static_cast<std::size_t>(m.experts), H = static_cast<std::size_t>(m.hidden);
+  const auto ctx = static_cast<std::size_t>(std::max<int64_t>(1, l.max_context));
+  const auto D = static_cast<std::size_t>(m.head_dim);
+  const auto group = static_cast<std::size_t>(m.num_kv_heads > 0 ? m.num_q_heads / m.num_kv_heads : 1);
+  const std::size_t queries = 32 * group;  // attention_cpu.cpp kTokensPerItem x group
+  const auto raise = [](Scratch s, std::size_t bytes) { raise_scratch_floor(s, bytes); };
+  raise(Scratch::kLinearX, T * static_cast<std::size_t>(m.max_linear_k) * 4);
+  raise(Scratch::kLinearBlocks, (2 * (2 * E + 3) + 1) * sizeof(int64_t));
+  raise(Scratch::kLinearTile, 4 * static_cast<std::size_t>(std::max(
+                                      linear_scratch_floats(static_cast<int64_t>(T), m.max_linear_k),
+                                      packed_linear_scratch_floats(static_cast<int64_t>(T), (m.max_linear_k + 127) / 128 * 128))));
+  raise(Scratch::kAttnSeqs, static_cast<std::size_t>(l.max_seqs) * sizeof(AttentionSeq));
+  raise(Scratch::kAttnItems, static_cast<std::size_t>(m.num_kv_heads) * (static_cast<std::size_t>(l.max_seqs) + T) * 32);
+  raise(Scratch::kAttnK, ctx * D * 4);
+  raise(Scratch::kAttnV, ctx * D * 4);
+  raise(Scratch::kAttnQ, queries * D * 4);
+  raise(Scratch::kAttnAcc, queries * D * 4);
+  raise(Scratch::kAttnSums, queries * 4);
+  raise(Scratch::kAttnScores, std::max<std::size_t>(std::min<std::size_t>(std::size_t{2} << 20, queries * ctx), group * ctx) * 4);
+  raise(Scratch::kGdnQ, T * static_cast<std::size_t>(m.gdn_key_dim) * 4);
+  raise(Scratch::kGdnK, T * static_cast<std::size_t>(m.gdn_key_dim) * 4);
+  raise(Scratch::kGdnV, T * static_cast<std::size_t>(m.gdn_head_v_dim) * 4);
+  raise(Scratch::kGdnOut, T * static_cast<std::size_t>(m.gdn_head_v_dim) * 4);
+  raise(Scratch::kGdnDecay, T * 4);
+  raise(Scratch::kGdnBeta, T * 4);
+  const auto I = static_cast<std::size_t>(m.moe_intermediate), Is = static_cast<std::size_t>(m.shared_intermediate);
+  raise(Scratch::kMoeXf, T * H * 4);
+  raise(Scratch::kMoeLogits, T * E * 4);
+  raise(Scratch::kMoeRw, R * 4);
+  raise(Scratch::kMoeXg, R * H * 4);
+  raise(Scratch::kMoeG, R * I * 4);
+  raise(Scratch::kMoeU, R * I * 4);
+  raise(Scratch::kMoeSg, T * Is * 4);
+  raise(Scratch::kMoeSu, T * Is * 4);
+  raise(Scratch::kMoeSgate, T * 4);
+  raise(Scratch::kMoeD, R * H * 4);
+  raise(Scratch::kMoeSd, T * H * 4);
+  for (Scratch s : {Scratch::kMoeIdx, Scratch::kMoeToken, Scratch::kMoeSlot, Scratch::kMoeRowOf}) raise(s, R * 4);
+  for (Scratch s : {Scratch::kMoeOffsets, Scratch::kMoeFill, Scratch::kMoeProbs, Scratch::kMoeOrder}) raise(s, (E + 1) * 4);
+  raise(Scratch::kMoeJobs, (2 * E + 3) * sizeof(LinearJob));
 }
 
 // ---- memory -------------------------------------------------------------------------------
@@ -107,7 +158,7 @@ void CpuBackend::zero(const TensorView& dst) {
 // ---- weights ------------------------------------------------------------------------------
 
 WeightView CpuBackend::prepared_view(const WeightView& w, const ReleaseSource& release) {
-  if (w.format == WeightFormat::kInt4Gptq) {
+  if (w.format == WeightLayout::kInt4Gptq) {
     // The fast CPU layout on every tier: nibble rows and fp32 scales (weights.h kInt4Packed).
     int4_.push_back(int4_repack(w));
     return int4_.back().view();
@@ -165,6 +216,7 @@ void CpuBackend::embedding(const TensorView& table, const TensorView& ids, const
   expect_view(table, DType::kBF16, {-1, -1}, "embedding table");
   expect_view(ids, DType::kI32, {-1}, "embedding ids");
   expect_view(out, DType::kBF16, {ids.dim(0), table.dim(1)}, "embedding out");
+  expect_contiguous({&table, &out}, "embedding");
   embedding_lookup(table.as<const uint16_t>(), table.dim(0), table.dim(1), ids.as<const int32_t>(), ids.dim(0),
                    out.as<uint16_t>());
 }
@@ -184,6 +236,7 @@ void CpuBackend::rmsnorm_gated(const TensorView& x, const TensorView& z, const T
   expect_view(z, DType::kBF16, {x.dim(0), x.dim(1)}, "rmsnorm_gated z");
   expect_view(w, DType::kF32, {x.dim(1)}, "rmsnorm_gated weight");
   expect_view(out, DType::kBF16, {x.dim(0), x.dim(1)}, "rmsnorm_gated out");
+  expect_contiguous({&x, &z, &out}, "rmsnorm_gated");
   kernels::rmsnorm_gated(x.as<const uint16_t>(), z.as<const uint16_t>(), x.dim(0), x.dim(1), w.as<const float>(), eps,
                          out.as<uint16_t>(), isa_);
 }
@@ -192,17 +245,16 @@ void CpuBackend::linears(const TensorView& x, std::span<const LinearOut> outs) {
   expect_view(x, DType::kBF16, {-1, -1}, "linears x");
   if (!x.is_contiguous()) throw std::invalid_argument("linears: x must be contiguous");
   const int64_t M = x.dim(0), K = x.dim(1);
-  float* xf = input_scratch(static_cast<std::size_t>(M * K));
+  float* xf = scratch<float>(Scratch::kLinearX, static_cast<std::size_t>(M * K));
   bf16_to_f32(x.as<const uint16_t>(), xf, M * K);
-  thread_local std::vector<LinearJob> jobs;
-  jobs.clear();
-  for (const LinearOut& o : outs) {
+  LinearJob* jobs = scratch<LinearJob>(Scratch::kLinearJobs, outs.size());
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const LinearOut& o = outs[i];
     if (o.w.k != K) throw std::invalid_argument(fmt::format("linears: weight of K {} for x of K {}", o.w.k, K));
     expect_view(o.out, DType::kF32, {M, o.w.n}, "linears out");
-    const auto* view = static_cast<const WeightView*>(o.w.impl);
-    jobs.push_back({xf, M, K, *view, o.out.as<float>(), o.out.stride[0]});
+    jobs[i] = {xf, M, K, *static_cast<const WeightView*>(o.w.impl), o.out.as<float>(), o.out.stride[0]};
   }
-  linear_batch(jobs, isa_);
+  linear_batch(std::span<const LinearJob>(jobs, outs.size()), isa_);
 }
 
 void CpuBackend::to_bf16(const TensorView& x, const TensorView& out) {
@@ -220,6 +272,7 @@ void CpuBackend::round_bf16(const TensorView& x) {
 void CpuBackend::residual_add(const TensorView& x, const TensorView& y) {
   expect_view(x, DType::kBF16, {-1, -1}, "residual x");
   expect_view(y, DType::kBF16, {x.dim(0), x.dim(1)}, "residual y");
+  expect_contiguous({&x, &y}, "residual_add");
   uint16_t* a = x.as<uint16_t>();
   const uint16_t* b = y.as<const uint16_t>();
   const int64_t n = x.numel();
@@ -229,12 +282,14 @@ void CpuBackend::residual_add(const TensorView& x, const TensorView& y) {
 void CpuBackend::rope(const TensorView& x, const TensorView& positions, const RopeConfig& cfg) {
   expect_view(x, DType::kBF16, {-1, -1, cfg.head_dim}, "rope x");
   expect_view(positions, DType::kI64, {x.dim(0)}, "rope positions");
+  expect_contiguous({&x}, "rope");
   apply_rope_text(x.as<uint16_t>(), x.dim(0), x.dim(1), cfg, positions.as<const int64_t>());
 }
 
 void CpuBackend::kv_write(std::span<const AttentionSeqDesc> seqs, const TensorView& k, const TensorView& v) {
   expect_view(k, DType::kBF16, {-1, -1, -1}, "kv_write k");
   expect_view(v, DType::kBF16, {k.dim(0), k.dim(1), k.dim(2)}, "kv_write v");
+  expect_contiguous({&k, &v}, "kv_write");
   const int64_t row = k.dim(1) * k.dim(2);
   for (const AttentionSeqDesc& s : seqs) {
     if (s.seq.rows == 0) continue;
@@ -250,8 +305,9 @@ void CpuBackend::attention(std::span<const AttentionSeqDesc> seqs, const TensorV
   const int64_t T = q.dim(0), Hq = q.dim(1), D = q.dim(2);
   expect_view(gate, DType::kBF16, {T, Hq * D}, "attention gate");
   expect_view(out, DType::kBF16, {T, Hq * D}, "attention out");
-  thread_local std::vector<AttentionSeq> work;
-  work.clear();
+  expect_contiguous({&q, &gate, &out}, "attention");
+  AttentionSeq* work = scratch<AttentionSeq>(Scratch::kAttnSeqs, seqs.size());
+  std::size_t n = 0;
   for (const AttentionSeqDesc& s : seqs) {
     if (s.seq.rows == 0) continue;
     check_rows(q, s.seq.row0 + s.seq.rows, "attention");
@@ -262,9 +318,9 @@ void CpuBackend::attention(std::span<const AttentionSeqDesc> seqs, const TensorV
     a.pos0 = s.seq.pos0;
     a.kv = s.kv;
     a.out = out.as<uint16_t>() + s.seq.row0 * Hq * D;
-    work.push_back(a);
+    work[n++] = a;
   }
-  gated_attention(work, static_cast<int>(Hq), isa_, math);
+  gated_attention(std::span<const AttentionSeq>(work, n), static_cast<int>(Hq), isa_, math);
 }
 
 void CpuBackend::gdn_gating(const TensorView& a, const TensorView& b, const TensorView& A_log,
@@ -276,6 +332,7 @@ void CpuBackend::gdn_gating(const TensorView& a, const TensorView& b, const Tens
   expect_view(dt_bias, DType::kF32, {Hv}, "gdn_gating dt_bias");
   expect_view(g, DType::kF32, {T, Hv}, "gdn_gating g");
   expect_view(beta, DType::kF32, {T, Hv}, "gdn_gating beta");
+  expect_contiguous({&a, &b, &g, &beta}, "gdn_gating");
   kernels::gdn_gating(a.as<const float>(), b.as<const float>(), A_log.as<const float>(), dt_bias.as<const float>(), T,
                       static_cast<int>(Hv), g.as<float>(), beta.as<float>());
 }
@@ -290,11 +347,12 @@ void CpuBackend::gdn_sequence(const GdnDims& d, const TensorView& conv_weight, c
   expect_view(core_out, DType::kBF16, {x.dim(0), Vd}, "gdn core out");
   expect_view(g, DType::kF32, {x.dim(0), d.Hv}, "gdn g");
   expect_view(beta, DType::kF32, {x.dim(0), d.Hv}, "gdn beta");
+  expect_contiguous({&conv_weight, &x, &g, &beta, &qkv_out, &core_out}, "gdn_sequence");
   if (s.seq.rows == 0) return;
   check_rows(x, s.seq.row0 + s.seq.rows, "gdn_sequence");
   const int64_t r = s.seq.row0, m = s.seq.rows;
   gdn_conv1d(x.as<const uint16_t>() + r * C, m, C, conv_weight.as<const uint16_t>(), d.conv_kernel, s.state.conv,
-             qkv_out.as<uint16_t>() + r * C);
+             qkv_out.as<uint16_t>() + r * C, isa_);
   gdn_recurrent(qkv_out.as<const uint16_t>() + r * C, m, d, g.as<const float>() + r * d.Hv,
                 beta.as<const float>() + r * d.Hv, s.state.ssm, core_out.as<uint16_t>() + r * Vd, isa_);
 }
@@ -302,6 +360,7 @@ void CpuBackend::gdn_sequence(const GdnDims& d, const TensorView& conv_weight, c
 void CpuBackend::moe(const TensorView& x, const MoeHandle& moe, const TensorView& out) {
   expect_view(x, DType::kBF16, {-1, moe.hidden}, "moe x");
   expect_view(out, DType::kBF16, {x.dim(0), moe.hidden}, "moe out");
+  expect_contiguous({&x, &out}, "moe");
   moe_block(x.as<const uint16_t>(), x.dim(0), *static_cast<const MoeWeights*>(moe.impl), out.as<uint16_t>(), isa_);
 }
 
@@ -324,6 +383,7 @@ void CpuBackend::gather_rows(const TensorView& x, std::span<const int64_t> rows,
   expect_view(x, DType::kBF16, {-1, -1}, "gather_rows x");
   const int64_t H = x.dim(1);
   expect_view(out, DType::kBF16, {static_cast<int64_t>(rows.size()), H}, "gather_rows out");
+  expect_contiguous({&out}, "gather_rows");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= x.dim(0)) throw std::out_of_range("gather_rows: row outside the step");
     std::copy_n(x.as<const uint16_t>() + rows[i] * x.stride[0], H, out.as<uint16_t>() + static_cast<int64_t>(i) * H);
@@ -332,9 +392,10 @@ void CpuBackend::gather_rows(const TensorView& x, std::span<const int64_t> rows,
 
 void CpuBackend::sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
                         std::span<SampleResult> out) {
-  expect_view(logits, DType::kF32, {static_cast<int64_t>(rows.size()), config.vocab_size}, "sample logits");
   if (out.size() != rows.size()) throw std::invalid_argument("sample: one result per row");
-  sample_rows(logits.as<float>(), rows, config, out);
+  if (rows.empty()) return;
+  expect_view(logits, DType::kF32, {static_cast<int64_t>(rows.size()), config.vocab_size}, "sample logits");
+  sample_rows(logits.as<float>(), logits.stride[0], rows, config, out);
 }
 
 }  // namespace fp4serve::kernels::cpu

@@ -22,7 +22,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/packed_weight.h"
+#include "kernels/cpu/packed_weight.h"
 
 namespace fp4serve::kernels::cpu {
 
@@ -40,7 +40,7 @@ class CpuBackend final : public Backend {
 
   Device device() const override { return Device::kCpu; }
   std::string describe() const override;
-  void reserve(const StepLimits& limits) override;
+  void reserve(const StepLimits& limits, const ModelShape& shape) override;
 
   DeviceBuffer allocate(std::size_t bytes, std::string_view what) override;
   void upload(const TensorView& dst, const void* host) override;

@@ -13,34 +13,34 @@ void dequant_chunk32(const WeightView& w, int64_t n, int64_t k0, float out[32]) 
   for (int64_t k = k0; k < kend; ++k, ++j) {
     float v = 0.0f;
     switch (w.format) {
-      case WeightFormat::kBf16:
+      case WeightLayout::kBf16:
         v = bf16_bits_to_f32(static_cast<const uint16_t*>(w.data)[n * w.ld + k]);
         break;
-      case WeightFormat::kFp8Tensor:
+      case WeightLayout::kFp8Tensor:
         v = e4m3[static_cast<const uint8_t*>(w.data)[n * w.ld + k]];
         break;
-      case WeightFormat::kFp8Block: {
+      case WeightLayout::kFp8Block: {
         const int64_t si = (n / 128) * w.scale_ld + k / 128;
         const float s = w.scales_bf16 ? bf16_bits_to_f32(static_cast<const uint16_t*>(w.scales)[si])
                                       : static_cast<const float*>(w.scales)[si];
         v = e4m3[static_cast<const uint8_t*>(w.data)[n * w.ld + k]] * s;
         break;
       }
-      case WeightFormat::kNvfp4: {
+      case WeightLayout::kNvfp4: {
         const uint8_t byte = static_cast<const uint8_t*>(w.data)[n * (w.ld / 2) + k / 2];
         const uint8_t nib = (k & 1) ? (byte >> 4) : (byte & 0xF);
         const float s = e4m3[static_cast<const uint8_t*>(w.scales)[n * w.scale_ld + k / 16]];
         v = e2m1[nib] * s;
         break;
       }
-      case WeightFormat::kInt4Gptq: {
+      case WeightLayout::kInt4Gptq: {
         const uint32_t word = static_cast<uint32_t>(static_cast<const int32_t*>(w.data)[(k / 8) * w.ld + n]);
         const int q = static_cast<int>((word >> (4 * (k % 8))) & 0xF);
         const float s = f16_to_f32(static_cast<const uint16_t*>(w.scales)[(k / w.group) * w.scale_ld + n]);
         v = static_cast<float>(q - 8) * s;
         break;
       }
-      case WeightFormat::kInt4Packed: {
+      case WeightLayout::kInt4Packed: {
         const uint8_t byte = static_cast<const uint8_t*>(w.data)[n * (w.ld / 2) + k / 2];
         const int q = (k & 1) ? (byte >> 4) : (byte & 0xF);
         const float s = static_cast<const float*>(w.scales)[n * w.scale_ld + k / w.group];

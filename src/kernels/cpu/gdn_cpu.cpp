@@ -7,32 +7,37 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/gdn.h"
-#include "kernels/norm.h"
+#include "kernels/cpu/norm_cpu.h"
+#include "kernels/cpu/gdn_cpu.h"
 
 namespace fp4serve::kernels {
 
-void gdn_conv1d(const uint16_t* x, int64_t T, int64_t C, const uint16_t* w, int Kc, uint16_t* state, uint16_t* out) {
+void gdn_conv1d(const uint16_t* x, int64_t T, int64_t C, const uint16_t* w, int Kc, uint16_t* state, uint16_t* out,
+                Isa isa) {
   if (Kc < 1 || Kc > 16) throw std::invalid_argument("gdn_conv1d: kernel size must be in [1, 16]");
   const int hist = Kc - 1;
-  const cpu::KernelTable& kt = cpu::active_table();
+  const cpu::KernelTable& kt = cpu::kernel_table(isa);
   // Row-major over blocks of channels: each tap is one elementwise fma over the block's row
   // (pre[c] = fma(w[c][j], in[t - hist + j][c], pre[c]) for j in order, as before per element).
   // The old per-channel walk down the token axis strode C * 2 bytes per step: a TLB miss per load.
   constexpr int64_t kBlock = 512;
   cpu::parallel_for((C + kBlock - 1) / kBlock, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<float> wt(static_cast<size_t>(Kc * kBlock)), ring(static_cast<size_t>(Kc * kBlock)), pre(kBlock);
+    float* wt = cpu::scratch<float>(cpu::Scratch::kConvWeights, static_cast<size_t>(Kc * kBlock));
+    float* ring = cpu::scratch<float>(cpu::Scratch::kConvRing, static_cast<size_t>(Kc * kBlock));
+    float* pre = cpu::scratch<float>(cpu::Scratch::kConvPre, static_cast<size_t>(kBlock));
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t c0 = b * kBlock, n = std::min(kBlock, C - c0);
       for (int j = 0; j < Kc; ++j)
         for (int64_t c = 0; c < n; ++c) wt[j * kBlock + c] = bf16_bits_to_f32(w[(c0 + c) * Kc + j]);
       // ring row (p mod Kc) holds the raw input at position p (p < 0: the state's rows).
-      auto row = [&](int64_t p) { return ring.data() + ((p % Kc + Kc) % Kc) * kBlock; };
+      auto row = [&](int64_t p) { return ring + ((p % Kc + Kc) % Kc) * kBlock; };
       for (int j = 0; j < hist; ++j) bf16_to_f32(state + j * C + c0, row(j - hist), n);
       for (int64_t t = 0; t < T; ++t) {
         bf16_to_f32(x + t * C + c0, row(t), n);
-        std::fill(pre.begin(), pre.begin() + n, 0.0f);
-        for (int j = 0; j < Kc; ++j) kt.fma_rows(wt.data() + j * kBlock, row(t - hist + j), pre.data(), n);
+        std::fill(pre, pre + n, 0.0f);
+        for (int j = 0; j < Kc; ++j) kt.fma_rows(wt + j * kBlock, row(t - hist + j), pre, n);
         uint16_t* o = out + t * C + c0;
         for (int64_t c = 0; c < n; ++c) o[c] = f32_to_bf16_bits(silu(round_bf16(pre[c])));
       }
@@ -76,31 +81,36 @@ void gdn_recurrent(const uint16_t* qkv, int64_t T, const GdnDims& d, const float
   const cpu::KernelTable& kt = cpu::kernel_table(isa);
   const int64_t C = d.conv_dim(), KD = d.key_dim();
   // q and k of every token, normalized once: [T][Hk][dk] each.
-  std::vector<float> q(static_cast<size_t>(T * KD)), k(static_cast<size_t>(T * KD));
+  float* q = cpu::scratch<float>(cpu::Scratch::kGdnQ, static_cast<size_t>(T * KD));
+  float* k = cpu::scratch<float>(cpu::Scratch::kGdnK, static_cast<size_t>(T * KD));
   for (int64_t t = 0; t < T; ++t) {
-    bf16_to_f32(qkv + t * C, q.data() + t * KD, KD);
-    bf16_to_f32(qkv + t * C + KD, k.data() + t * KD, KD);
+    bf16_to_f32(qkv + t * C, q + t * KD, KD);
+    bf16_to_f32(qkv + t * C + KD, k + t * KD, KD);
   }
   // HF (torch_chunk/recurrent_gated_delta_rule) normalizes q and k BEFORE casting to fp32, i.e. in
   // bf16 arithmetic: see l2norm_bf16_rows. (FLA's Triton kernel does it in fp32; HF is the reference.)
-  l2norm_bf16_rows(q.data(), T * d.Hk, d.dk);
-  l2norm_bf16_rows(k.data(), T * d.Hk, d.dk);
+  l2norm_bf16_rows(q, T * d.Hk, d.dk);
+  l2norm_bf16_rows(k, T * d.Hk, d.dk);
   const float qscale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.dk)));
-  for (float& v : q) v = v * qscale;
+  for (int64_t i = 0; i < T * KD; ++i) q[i] = q[i] * qscale;
   const int group = d.Hv / d.Hk;
   cpu::parallel_for(d.Hv, 1, [&](int64_t h0, int64_t h1) {
-    std::vector<float> v(static_cast<size_t>(T * d.dv)), o(v.size()), decay(T), bt(T), scratch(2 * d.dv);
+    float* v = cpu::scratch<float>(cpu::Scratch::kGdnV, static_cast<size_t>(T * d.dv));
+    float* o = cpu::scratch<float>(cpu::Scratch::kGdnOut, static_cast<size_t>(T * d.dv));
+    float* decay = cpu::scratch<float>(cpu::Scratch::kGdnDecay, static_cast<size_t>(T));
+    float* bt = cpu::scratch<float>(cpu::Scratch::kGdnBeta, static_cast<size_t>(T));
+    float* scratch = cpu::scratch<float>(cpu::Scratch::kGdnStep, static_cast<size_t>(2 * d.dv));
     for (int64_t h = h0; h < h1; ++h) {
       float* S = state + h * d.dk * d.dv;
       const int64_t kh = h / group;
       for (int64_t t = 0; t < T; ++t) {
-        bf16_to_f32(qkv + t * C + 2 * KD + h * d.dv, v.data() + t * d.dv, d.dv);
+        bf16_to_f32(qkv + t * C + 2 * KD + h * d.dv, v + t * d.dv, d.dv);
         decay[t] = std::exp(g[t * d.Hv + h]);
         bt[t] = beta[t * d.Hv + h];
       }
-      kt.gdn_tokens(S, q.data() + kh * d.dk, d.Hk * d.dk, k.data() + kh * d.dk, d.Hk * d.dk, v.data(), d.dv,
-                    decay.data(), bt.data(), T, d.dk, d.dv, o.data(), d.dv, scratch.data());
-      for (int64_t t = 0; t < T; ++t) f32_to_bf16(o.data() + t * d.dv, out + t * d.value_dim() + h * d.dv, d.dv);
+      kt.gdn_tokens(S, q + kh * d.dk, d.Hk * d.dk, k + kh * d.dk, d.Hk * d.dk, v, d.dv, decay, bt, T, d.dk, d.dv, o,
+                    d.dv, scratch);
+      for (int64_t t = 0; t < T; ++t) f32_to_bf16(o + t * d.dv, out + t * d.value_dim() + h * d.dv, d.dv);
     }
   });
 }

@@ -32,7 +32,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/packed_weight.h"
+#include "kernels/cpu/packed_weight.h"
 #include "kernels/weights.h"
 
 namespace fp4serve::kernels::cpu {

@@ -1,13 +1,15 @@
 // AVX2+FMA+F16C variants of the primitives in kernel_table.h. Same operation order as
 // kernels_scalar.cpp: the 32 dot lanes are four ymm accumulators (lanes 0-7, 8-15, 16-23, 24-31),
-// reduced by the same halving tree. Compiled with AVX2 flags only.
+// reduced by the same halving tree. Compiled with AVX2 flags only. Helpers shared with the other
+// ISA files are simd_formats.h's and simd_avx2.h's.
 #include <immintrin.h>
 
 #include <cmath>
 
 #include "kernels/cpu/dequant_scalar.h"
 #include "kernels/cpu/kernel_table.h"
-#include "tensor/float_formats.h"
+#include "kernels/cpu/simd_avx2.h"
+#include "kernels/cpu/simd_formats.h"
 
 namespace fp4serve::kernels::cpu {
 namespace {
@@ -20,14 +22,10 @@ struct Acc {
 inline float reduce32(const Acc& c) {
   __m256 h0 = _mm256_add_ps(c.a[0], c.a[2]);
   __m256 h1 = _mm256_add_ps(c.a[1], c.a[3]);
-  __m256 h8 = _mm256_add_ps(h0, h1);
-  __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  __m128 h1s = _mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1));
-  return _mm_cvtss_f32(h1s);
+  return reduce8(_mm256_add_ps(h0, h1));
 }
 
-// 8 e4m3 bytes -> fp32 (see kernels_avx512.cpp for the fp16 trick).
+// 8 e4m3 bytes -> fp32 (the fp16 trick of simd_avx512.h e4m3x16_to_f32, at half the width).
 inline __m256 e4m3x8_to_f32(const uint8_t* p) {
   __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
   __m128i mag = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7F)), 7);
@@ -40,87 +38,47 @@ inline __m256 bf16x8_to_f32(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
 }
 
-inline void nibbles32(const uint8_t* p, __m128i lut, __m128i* first16, __m128i* second16) {
-  __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  __m128i mask = _mm_set1_epi8(0x0F);
-  __m128i lo = _mm_and_si128(b, mask);
-  __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
-  *first16 = _mm_shuffle_epi8(lut, _mm_unpacklo_epi8(lo, hi));
-  *second16 = _mm_shuffle_epi8(lut, _mm_unpackhi_epi8(lo, hi));
-}
-
 inline __m256 i8x8_to_f32(__m128i v) { return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)); }
-
-inline __m128i nvfp4_lut() { return _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12); }
-inline __m128i int4_lut() { return _mm_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7); }
-
-inline bool vector_format(const WeightView& w) {
-  switch (w.format) {
-    case WeightFormat::kBf16:
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block:
-    case WeightFormat::kNvfp4:
-      return true;
-    case WeightFormat::kInt4Packed:
-      return w.group % 32 == 0;
-    case WeightFormat::kInt4Gptq:
-      return false;
-  }
-  return false;
-}
-
-inline float fp8_block_scale(const WeightView& w, int64_t n, int64_t k0) {
-  const int64_t si = (n / 128) * w.scale_ld + k0 / 128;
-  if (!w.scales_bf16) return static_cast<const float*>(w.scales)[si];
-  const uint32_t sb = static_cast<uint32_t>(static_cast<const uint16_t*>(w.scales)[si]) << 16;
-  float s;
-  __builtin_memcpy(&s, &sb, 4);
-  return s;
-}
 
 // W(n, k0 .. k0+31) for a full chunk, bit-identical to dequant_chunk32.
 inline void dequant32(const WeightView& w, int64_t n, int64_t k0, __m256 out[4]) {
   switch (w.format) {
-    case WeightFormat::kBf16: {
-      const uint16_t* p = static_cast<const uint16_t*>(w.data) + n * w.ld + k0;
+    case WeightLayout::kBf16: {
+      const uint16_t* p = natural_elems<uint16_t>(w, n, k0);
       for (int i = 0; i < 4; ++i) out[i] = bf16x8_to_f32(p + 8 * i);
       return;
     }
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block: {
-      const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * w.ld + k0;
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block: {
+      const uint8_t* p = natural_elems<uint8_t>(w, n, k0);
       for (int i = 0; i < 4; ++i) out[i] = e4m3x8_to_f32(p + 8 * i);
-      if (w.format == WeightFormat::kFp8Block) {
+      if (w.format == WeightLayout::kFp8Block) {
         const __m256 vs = _mm256_set1_ps(fp8_block_scale(w, n, k0));
         for (int i = 0; i < 4; ++i) out[i] = _mm256_mul_ps(out[i], vs);
       }
       return;
     }
-    case WeightFormat::kNvfp4: {
-      const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * (w.ld / 2) + k0 / 2;
-      const uint8_t* sc = static_cast<const uint8_t*>(w.scales) + n * w.scale_ld + k0 / 16;
-      const float* t = e4m3_table();
+    case WeightLayout::kNvfp4: {
       __m128i a, b;
-      nibbles32(p, nvfp4_lut(), &a, &b);
-      const __m256 s0 = _mm256_set1_ps(0.5f * t[sc[0]]), s1 = _mm256_set1_ps(0.5f * t[sc[1]]);
+      float s[2];
+      nvfp4_chunk32(w, n, k0, &a, &b, s);
+      const __m256 s0 = _mm256_set1_ps(s[0]), s1 = _mm256_set1_ps(s[1]);
       out[0] = _mm256_mul_ps(i8x8_to_f32(a), s0);
       out[1] = _mm256_mul_ps(i8x8_to_f32(_mm_srli_si128(a, 8)), s0);
       out[2] = _mm256_mul_ps(i8x8_to_f32(b), s1);
       out[3] = _mm256_mul_ps(i8x8_to_f32(_mm_srli_si128(b, 8)), s1);
       return;
     }
-    case WeightFormat::kInt4Packed: {
-      const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * (w.ld / 2) + k0 / 2;
-      const __m256 vs = _mm256_set1_ps(static_cast<const float*>(w.scales)[n * w.scale_ld + k0 / w.group]);
+    case WeightLayout::kInt4Packed: {
       __m128i a, b;
-      nibbles32(p, int4_lut(), &a, &b);
+      const __m256 vs = _mm256_set1_ps(int4_chunk32(w, n, k0, &a, &b));
       out[0] = _mm256_mul_ps(i8x8_to_f32(a), vs);
       out[1] = _mm256_mul_ps(i8x8_to_f32(_mm_srli_si128(a, 8)), vs);
       out[2] = _mm256_mul_ps(i8x8_to_f32(b), vs);
       out[3] = _mm256_mul_ps(i8x8_to_f32(_mm_srli_si128(b, 8)), vs);
       return;
     }
-    case WeightFormat::kInt4Gptq:
+    case WeightLayout::kInt4Gptq:
       break;
   }
   alignas(32) float buf[32];

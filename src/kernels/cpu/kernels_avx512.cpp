@@ -1,126 +1,64 @@
 // AVX-512 (F/BW/VL/DQ) variants of the primitives in kernel_table.h. Same operation order as
 // kernels_scalar.cpp: 32 dot lanes = two zmm accumulators per output, the same halving tree, and
 // per-element fma sequences for the element-wise primitives. Compiled with AVX-512 flags only;
-// called only when cpu_features() says the CPU has them.
-// GCC 12 reports false "uninitialized __Y" warnings inside its own avx512fintrin.h helpers.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+// called only when cpu_features() says the CPU has them. Helpers shared with the other ISA files
+// are simd_formats.h's and simd_avx512.h's.
 #include <immintrin.h>
 
 #include <algorithm>
 
 #include "kernels/cpu/dequant_scalar.h"
 #include "kernels/cpu/kernel_table.h"
-#include "tensor/float_formats.h"
+#include "kernels/cpu/simd_avx512.h"
+#include "kernels/cpu/simd_formats.h"
 
 namespace fp4serve::kernels::cpu {
 namespace {
 
 // Canonical tree: lanes (i, i+16) of the two accumulators, then halves of 16, 8, 4, 2.
-inline float reduce32(__m512 a0, __m512 a1) {
-  __m512 h16 = _mm512_add_ps(a0, a1);
-  __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(h16), _mm512_extractf32x8_ps(h16, 1));
-  __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  __m128 h1 = _mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1));
-  return _mm_cvtss_f32(h1);
-}
-
-// e4m3 bytes -> fp32: place the 7 magnitude bits as an fp16 with exponent bias 15 (instead of
-// 7), convert, multiply by 2^8. Exact for every finite code, subnormals included (0x7F/0xFF, NaN
-// in e4m3, never occur in weights and decode as 480 here).
-inline __m512 e4m3x16_to_f32(__m128i bytes) {
-  __m256i b = _mm256_cvtepu8_epi16(bytes);
-  __m256i mag = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7F)), 7);
-  __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
-  return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_or_si256(mag, sign)), _mm512_set1_ps(256.0f));
-}
+inline float reduce32(__m512 a0, __m512 a1) { return reduce16(_mm512_add_ps(a0, a1)); }
 
 inline __m512 bf16x16_to_f32(__m256i v) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
 }
 
-// 16 packed bytes -> 32 nibbles in K order (low nibble first) as int8 through a 16-entry LUT.
-inline void nibbles32(const uint8_t* p, __m128i lut, __m128i* first16, __m128i* second16) {
-  __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  __m128i mask = _mm_set1_epi8(0x0F);
-  __m128i lo = _mm_and_si128(b, mask);
-  __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
-  *first16 = _mm_shuffle_epi8(lut, _mm_unpacklo_epi8(lo, hi));
-  *second16 = _mm_shuffle_epi8(lut, _mm_unpackhi_epi8(lo, hi));
-}
-
-// 2 * e2m1 as int8 (exact small integers); the half goes into the block scale.
-inline __m128i nvfp4_lut() { return _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12); }
-inline __m128i int4_lut() { return _mm_setr_epi8(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7); }
-
-// Does this view have a vector dequant for full 32-chunks?
-inline bool vector_format(const WeightView& w) {
-  switch (w.format) {
-    case WeightFormat::kBf16:
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block:
-    case WeightFormat::kNvfp4:
-      return true;
-    case WeightFormat::kInt4Packed:
-      return w.group % 32 == 0;
-    case WeightFormat::kInt4Gptq:
-      return false;
-  }
-  return false;
-}
-
 // W(n, k0 .. k0+31) for a full chunk (k0 + 32 <= K), bit-identical to dequant_chunk32.
 inline void dequant32(const WeightView& w, int64_t n, int64_t k0, __m512* w0, __m512* w1) {
   switch (w.format) {
-    case WeightFormat::kBf16: {
-      const uint16_t* p = static_cast<const uint16_t*>(w.data) + n * w.ld + k0;
+    case WeightLayout::kBf16: {
+      const uint16_t* p = natural_elems<uint16_t>(w, n, k0);
       *w0 = bf16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
       *w1 = bf16x16_to_f32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16)));
       return;
     }
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block: {
-      const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * w.ld + k0;
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block: {
+      const uint8_t* p = natural_elems<uint8_t>(w, n, k0);
       *w0 = e4m3x16_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
       *w1 = e4m3x16_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)));
-      if (w.format == WeightFormat::kFp8Block) {
-        const int64_t si = (n / 128) * w.scale_ld + k0 / 128;
-        uint32_t sb = 0;
-        float s;
-        if (w.scales_bf16) {
-          sb = static_cast<uint32_t>(static_cast<const uint16_t*>(w.scales)[si]) << 16;
-          __builtin_memcpy(&s, &sb, 4);
-        } else {
-          s = static_cast<const float*>(w.scales)[si];
-        }
-        const __m512 vs = _mm512_set1_ps(s);
+      if (w.format == WeightLayout::kFp8Block) {
+        const __m512 vs = _mm512_set1_ps(fp8_block_scale(w, n, k0));
         *w0 = _mm512_mul_ps(*w0, vs);
         *w1 = _mm512_mul_ps(*w1, vs);
       }
       return;
     }
-    case WeightFormat::kNvfp4: {
-      const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * (w.ld / 2) + k0 / 2;
-      const uint8_t* sc = static_cast<const uint8_t*>(w.scales) + n * w.scale_ld + k0 / 16;
-      const float* t = e4m3_table();
+    case WeightLayout::kNvfp4: {
       __m128i a, b;
-      nibbles32(p, nvfp4_lut(), &a, &b);
-      *w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(a)), _mm512_set1_ps(0.5f * t[sc[0]]));
-      *w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), _mm512_set1_ps(0.5f * t[sc[1]]));
+      float s[2];
+      nvfp4_chunk32(w, n, k0, &a, &b, s);
+      *w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(a)), _mm512_set1_ps(s[0]));
+      *w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), _mm512_set1_ps(s[1]));
       return;
     }
-    case WeightFormat::kInt4Packed: {
-      const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * (w.ld / 2) + k0 / 2;
-      const float s = static_cast<const float*>(w.scales)[n * w.scale_ld + k0 / w.group];
+    case WeightLayout::kInt4Packed: {
       __m128i a, b;
-      nibbles32(p, int4_lut(), &a, &b);
-      const __m512 vs = _mm512_set1_ps(s);
+      const __m512 vs = _mm512_set1_ps(int4_chunk32(w, n, k0, &a, &b));
       *w0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(a)), vs);
       *w1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), vs);
       return;
     }
-    case WeightFormat::kInt4Gptq:
+    case WeightLayout::kInt4Gptq:
       break;
   }
   alignas(64) float buf[32];
@@ -159,8 +97,7 @@ inline void tile(const float* x, int64_t ldx, const WeightView& w, int64_t n, co
     } else {
       for (int i = 0; i < 32; ++i) wb[i] = wrow[kfull + i];
     }
-    const __mmask16 m0 = static_cast<__mmask16>(K - kfull >= 16 ? 0xFFFF : (1u << (K - kfull)) - 1);
-    const __mmask16 m1 = static_cast<__mmask16>(K - kfull > 16 ? (1u << (K - kfull - 16)) - 1 : 0);
+    const __mmask16 m0 = first_lanes16(K - kfull), m1 = first_lanes16(K - kfull - 16);
     const __m512 w0 = _mm512_load_ps(wb), w1 = _mm512_load_ps(wb + 16);
     for (int j = 0; j < MT; ++j) {
       acc0[j] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, x + j * ldx + kfull), w0, acc0[j]);
@@ -175,17 +112,7 @@ inline void tile(const float* x, int64_t ldx, const WeightView& w, int64_t n, co
 // even k of each 32-chunk, accumulator 1 the odd k. So canonical lane c = 2i + p lives in lane i of
 // accumulator p, the x rows are de-interleaved the same way once per call, and the reduction tree
 // below adds exactly the canonical pairs (c, c+16), (c, c+8), ... in that layout.
-inline float reduce32_deinterleaved(__m512 even, __m512 odd) {
-  float r[2];
-  const __m512 acc[2] = {even, odd};
-  for (int p = 0; p < 2; ++p) {
-    __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(acc[p]), _mm512_extractf32x8_ps(acc[p], 1));
-    __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-    __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-    r[p] = _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
-  }
-  return r[0] + r[1];
-}
+inline float reduce32_deinterleaved(__m512 even, __m512 odd) { return reduce16(even) + reduce16(odd); }
 
 // xd[kpad]: x with each 32-chunk reordered to (k0, k0+2, ..., k0+30, k0+1, ..., k0+31), zero padded.
 inline void deinterleave_x(const float* x, int64_t K, float* xd) {
@@ -193,9 +120,7 @@ inline void deinterleave_x(const float* x, int64_t K, float* xd) {
   const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
   for (int64_t k0 = 0; k0 < kpad; k0 += 32) {
-    const int64_t r = K - k0;
-    const __mmask16 m0 = static_cast<__mmask16>(r >= 16 ? 0xFFFF : (r > 0 ? (1u << r) - 1 : 0));
-    const __mmask16 m1 = static_cast<__mmask16>(r >= 32 ? 0xFFFF : (r > 16 ? (1u << (r - 16)) - 1 : 0));
+    const __mmask16 m0 = first_lanes16(K - k0), m1 = first_lanes16(K - k0 - 16);
     const __m512 a = _mm512_maskz_loadu_ps(m0, x + k0), b = _mm512_maskz_loadu_ps(m1, x + k0 + 16);
     _mm512_storeu_ps(xd + k0, _mm512_permutex2var_ps(a, ie, b));
     _mm512_storeu_ps(xd + k0 + 16, _mm512_permutex2var_ps(a, io, b));
@@ -208,8 +133,8 @@ template <int MT>
 inline void tile_nvfp4(const float* xd, int64_t ldxd, const WeightView& w, int64_t n, float* y, int64_t ldy) {
   const int64_t K = w.k;
   const int64_t kfull = K & ~int64_t{31};
-  const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * (w.ld / 2);
-  const uint8_t* sc = static_cast<const uint8_t*>(w.scales) + n * w.scale_ld;
+  const uint8_t* p = nibble_bytes(w, n, 0);
+  const uint8_t* sc = nvfp4_scale_codes(w, n, 0);
   const float* lut = nvfp4_product_lut();
   const __m512i sel = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 16, 16, 16, 16, 16, 16, 16, 16);
   const __m512i low4 = _mm512_set1_epi32(0x0F);
@@ -274,7 +199,7 @@ void linear_avx512(const float* x, int64_t M, int64_t ldx, const WeightView& w, 
   const int64_t kpad = (K + 31) & ~int64_t{31};
   // NVFP4 up to 8 rows: LUT dequant in registers shared by the rows. Larger M: dequantize each
   // weight row once into scratch and reuse it (measured faster at M = 64 on Zen 4).
-  if (M >= 1 && M <= 8 && w.format == WeightFormat::kNvfp4) {
+  if (M >= 1 && M <= 8 && w.format == WeightLayout::kNvfp4) {
     nvfp4_rows(x, M, ldx, w, n0, n1, y, ldy, scratch);
     return;
   }
@@ -320,9 +245,7 @@ float dot_avx512(const float* a, const float* b, int64_t n) {
     acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(b + k + 16), acc1);
   }
   if (k < n) {
-    const int64_t r = n - k;
-    const __mmask16 m0 = static_cast<__mmask16>(r >= 16 ? 0xFFFF : (1u << r) - 1);
-    const __mmask16 m1 = static_cast<__mmask16>(r > 16 ? (1u << (r - 16)) - 1 : 0);
+    const __mmask16 m0 = first_lanes16(n - k), m1 = first_lanes16(n - k - 16);
     acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, a + k), _mm512_maskz_loadu_ps(m0, b + k), acc0);
     acc1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, a + k + 16), _mm512_maskz_loadu_ps(m1, b + k + 16), acc1);
   }
@@ -335,7 +258,7 @@ void axpy_avx512(float a, const float* x, float* y, int64_t n) {
   for (; i + 16 <= n; i += 16)
     _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
   if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __mmask16 m = first_lanes16(n - i);
     _mm512_mask_storeu_ps(y + i, m, _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
   }
 }
@@ -345,7 +268,7 @@ void fma_rows_avx512(const float* a, const float* b, float* y, int64_t n) {
   for (; i + 16 <= n; i += 16)
     _mm512_storeu_ps(y + i, _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), _mm512_loadu_ps(y + i)));
   if (i < n) {
-    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __mmask16 m = first_lanes16(n - i);
     _mm512_mask_storeu_ps(y + i, m,
                           _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i),
                                           _mm512_maskz_loadu_ps(m, y + i)));
@@ -369,9 +292,7 @@ void dots_avx512(const float* q, const float* K, int64_t ldk, int64_t L, int64_t
       }
     }
     if (k < n) {
-      const int64_t r = n - k;
-      const __mmask16 m0 = static_cast<__mmask16>(r >= 16 ? 0xFFFF : (1u << r) - 1);
-      const __mmask16 m1 = static_cast<__mmask16>(r > 16 ? (1u << (r - 16)) - 1 : 0);
+      const __mmask16 m0 = first_lanes16(n - k), m1 = first_lanes16(n - k - 16);
       const __m512 q0 = _mm512_maskz_loadu_ps(m0, q + k), q1 = _mm512_maskz_loadu_ps(m1, q + k + 16);
       for (int u = 0; u < 4; ++u) {
         const float* kr = K + (j + u) * ldk + k;
@@ -391,7 +312,7 @@ void weighted_sum_avx512(const float* p, const float* V, int64_t ldv, int64_t L,
     const int64_t w = std::min<int64_t>(256, n - c0);
     const int regs = static_cast<int>((w + 15) / 16);
     const int64_t tail = w - 16 * (regs - 1);
-    const __mmask16 last = static_cast<__mmask16>(tail >= 16 ? 0xFFFF : (1u << tail) - 1);
+    const __mmask16 last = first_lanes16(tail);
     __m512 a[16];
     for (int r = 0; r < regs; ++r) a[r] = _mm512_maskz_loadu_ps(r + 1 < regs ? 0xFFFF : last, acc + c0 + 16 * r);
     for (int64_t j = 0; j < L; ++j) {

@@ -27,22 +27,17 @@
 // INT4 in the GPTQ layout, and INT4 groups that are not a multiple of 64, take the avx512 fp32 path.
 //
 // Compiled with -mavx512bf16 -mavx512vnni (cmake/Modules.cmake); called only when
-// cpu_features() reports avx512_bf16. No inline helpers from shared headers are called here (an
-// inline function compiled with these flags could be picked by the linker for baseline callers).
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+// cpu_features() reports avx512_bf16. The only inline helpers from shared headers called here are
+// simd_formats.h's and simd_avx512.h's, which have internal linkage (an external-linkage inline
+// function compiled with these flags could be picked by the linker for baseline callers).
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/kernel_table.h"
-#include "tensor/float_formats.h"
-
-// Inner helpers must inline into the K loops: a call there makes every zmm register caller-saved
-// and pushes the accumulators to the stack.
-#define FP4SERVE_INLINE __attribute__((always_inline)) inline
+#include "kernels/cpu/simd_avx512.h"
+#include "kernels/cpu/simd_formats.h"
 
 namespace fp4serve::kernels::cpu {
 namespace {
@@ -53,15 +48,12 @@ constexpr int kTileRows = 8;      // weight rows dequantized into scratch at a t
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 inline __m512i as_i(__m512bh v) { return (__m512i)v; }
 
 // ---------------------------------------------------------------------------------------------
 // Tables (bf16 bit patterns).
 
-// e2m1 code -> bf16: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives (code 8 is -0).
-alignas(64) constexpr uint16_t kE2m1Bf16[32] = {0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0,
-                                                0x8000, 0xBF00, 0xBF80, 0xBFC0, 0xC000, 0xC040, 0xC080, 0xC0C0};
+// e2m1 code -> bf16 is simd_formats.h's kE2m1Bf16.
 // int4 code q -> bf16(q - 8).
 alignas(64) constexpr uint16_t kInt4Bf16[32] = {0xC100, 0xC0E0, 0xC0C0, 0xC0A0, 0xC080, 0xC040, 0xC000, 0xBF80,
                                                 0x0000, 0x3F80, 0x4000, 0x4040, 0x4080, 0x40A0, 0x40C0, 0x40E0};
@@ -92,28 +84,11 @@ inline __m512i e4m3x32_to_bf16(__m256i bytes, __m512i sub_table) {
   return _mm512_ternarylogic_epi32(v, _mm512_slli_epi16(w, 8), _mm512_set1_epi16(static_cast<short>(0x8000)), 0xF8);
 }
 
-// 16 e4m3 bytes -> 16 fp32 (exact, subnormals included): the magnitude bits as an fp16 with bias
-// 15 instead of 7, converted, times 2^8.
-inline __m512 e4m3x16_to_f32(__m128i bytes) {
-  const __m256i b = _mm256_cvtepu8_epi16(bytes);
-  const __m256i mag = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x7F)), 7);
-  const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(b, _mm256_set1_epi16(0x80)), 8);
-  return _mm512_mul_ps(_mm512_cvtph_ps(_mm256_or_si256(mag, sign)), _mm512_set1_ps(256.0f));
-}
-
 // 32 packed bytes (64 nibbles, k0 .. k0+63) -> even-k and odd-k bf16 words via a 16-entry table.
 inline void nibbles_to_bf16(const uint8_t* p, __m512i table, __m512i* even, __m512i* odd) {
   const __m512i w = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   *even = _mm512_permutexvar_epi16(_mm512_and_si512(w, _mm512_set1_epi16(0x0F)), table);
   *odd = _mm512_permutexvar_epi16(_mm512_srli_epi16(w, 4), table);
-}
-
-// Canonical 16-lane tree of this tier.
-inline float reduce16(__m512 a) {
-  const __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));
-  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -138,8 +113,7 @@ void prepare_x(const float* x, int64_t M, int64_t ldx, int64_t K, bool nibble_or
       #pragma GCC unroll 16
       for (int q = 0; q < 4; ++q) {
         const int64_t r = K - (k0 + 16 * q);
-        const __mmask16 mk = static_cast<__mmask16>(r >= 16 ? 0xFFFF : (r > 0 ? (1u << r) - 1 : 0));
-        f[q] = _mm512_maskz_loadu_ps(mk, xr + k0 + 16 * q);
+        f[q] = _mm512_maskz_loadu_ps(first_lanes16(r), xr + k0 + 16 * q);
       }
       // cvtne2ps: low half from the second operand.
       const __m512i a = as_i(_mm512_cvtne2ps_pbh(f[1], f[0]));
@@ -183,7 +157,7 @@ struct NibbleFused {
   void begin_rows(int64_t n) { n0 = n; }
   FP4SERVE_INLINE void begin_group(int r, int64_t g0) {
     const int64_t n = n0 + r;
-    const uint8_t* prow = static_cast<const uint8_t*>(w.data) + n * (w.ld / 2) + g0 / 2;
+    const uint8_t* prow = nibble_bytes(w, n, g0);
     if (!kNv && r == 0)  // callers start every group at row 0
       for (int c = 0; c < 4; ++c) group_of[c] = (g0 + 64 * c) / w.group;
     if (g0 + kGroupK <= w.k) {
@@ -194,7 +168,7 @@ struct NibbleFused {
       _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(ahead + 64), _MM_HINT_T0);
       if (kNv) {
-        const uint8_t* srow = static_cast<const uint8_t*>(w.scales) + n * w.scale_ld + g0 / 16;
+        const uint8_t* srow = nvfp4_scale_codes(w, n, g0);
         _mm_prefetch(reinterpret_cast<const char*>(srow + kTileRows * w.scale_ld), _MM_HINT_T0);
         S[r] = e4m3x16_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(srow)));
       }
@@ -207,7 +181,7 @@ struct NibbleFused {
     _mm512_store_si512(tail_p[r] + 64, _mm512_maskz_loadu_epi8(byte_mask(bytes - 64), prow + 64));
     p[r] = tail_p[r];
     if (kNv) {
-      const uint8_t* srow = static_cast<const uint8_t*>(w.scales) + n * w.scale_ld + g0 / 16;
+      const uint8_t* srow = nvfp4_scale_codes(w, n, g0);
       const __m128i sb = _mm_maskz_loadu_epi8(static_cast<__mmask16>(byte_mask((w.k - g0) / 16)), srow);
       S[r] = e4m3x16_to_f32(sb);
     }
@@ -284,15 +258,6 @@ FP4SERVE_INLINE void nibble_tile(Src& src, const uint16_t* xb, int64_t kx, int64
 //   fp8 block:          per 128-k block: t = 0; t = dpbf16(t, w_c, x_c) over its chunks;
 //                       acc = fma(t, scale_block, acc)
 
-inline float fp8_block_scale(const WeightView& w, int64_t n, int64_t k) {
-  const int64_t si = (n / 128) * w.scale_ld + k / 128;
-  if (!w.scales_bf16) return static_cast<const float*>(w.scales)[si];
-  const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(w.scales)[si]) << 16;
-  float s;
-  std::memcpy(&s, &bits, 4);
-  return s;
-}
-
 struct NaturalFused {
   const WeightView& w;
   __m512i sub_table;
@@ -302,12 +267,12 @@ struct NaturalFused {
   FP4SERVE_INLINE __m512i chunk(int r, int64_t k0) const {
     const int64_t n = n0 + r;
     const int64_t left = w.k - k0;
-    if (w.format == WeightFormat::kBf16) {
-      const uint16_t* p = static_cast<const uint16_t*>(w.data) + n * w.ld + k0;
+    if (w.format == WeightLayout::kBf16) {
+      const uint16_t* p = natural_elems<uint16_t>(w, n, k0);
       if (left >= 32) return _mm512_loadu_si512(p);
       return _mm512_maskz_loadu_epi16(static_cast<__mmask32>((1u << left) - 1), p);
     }
-    const uint8_t* p = static_cast<const uint8_t*>(w.data) + n * w.ld + k0;
+    const uint8_t* p = natural_elems<uint8_t>(w, n, k0);
     const __m256i b = left >= 32 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
                                  : _mm256_maskz_loadu_epi8(static_cast<__mmask32>((1u << left) - 1), p);
     return e4m3x32_to_bf16(b, sub_table);
@@ -398,7 +363,7 @@ struct Call {
   float ts;
   float* y;
   int64_t ldy;
-  WeightFormat f;
+  WeightLayout f;
 };
 
 // One group of MT x rows (starting at xb/y of `c`) against rows [n0, n1) of `src`.
@@ -409,7 +374,7 @@ void run_group(Src& src, const Call& c, int64_t n0, int64_t n1, int64_t src_row0
     rows_loop<MT, RT>(src, n0, n1, src_row0, [&]<int A, int B>(Src& s, int64_t n) {
       nibble_tile<A, B>(s, c.xb, c.kx, c.K, c.ts, c.y, c.ldy, n);
     });
-  } else if (c.f == WeightFormat::kFp8Block) {
+  } else if (c.f == WeightLayout::kFp8Block) {
     rows_loop<MT, RT>(src, n0, n1, src_row0, [&]<int A, int B>(Src& s, int64_t n) {
       natural_tile<A, B, true>(s, c.xb, c.kx, c.K, c.ts, c.y, c.ldy, n);
     });
@@ -467,7 +432,7 @@ void fill_natural_tile(const WeightView& w, int64_t n, int rows, float* tile, in
   for (int r = 0; r < rows; ++r) {
     float* row = tile + r * row_floats;
     for (int64_t j = 0; j < chunks; ++j) _mm512_storeu_si512(row + 16 * j, src.chunk(r, 32 * j));
-    if (w.format == WeightFormat::kFp8Block)
+    if (w.format == WeightLayout::kFp8Block)
       for (int64_t b = 0; b * 128 < w.k; ++b) row[16 * chunks + b] = src.block_scale(r, 128 * b);
   }
 }
@@ -475,10 +440,10 @@ void fill_natural_tile(const WeightView& w, int64_t n, int rows, float* tile, in
 void linear_avx512bf16(const float* x, int64_t M, int64_t ldx, const WeightView& w, int64_t n0, int64_t n1, float* y,
                        int64_t ldy, float* scratch) {
   if (M <= 0 || n0 >= n1) return;
-  const bool nibble = w.format == WeightFormat::kNvfp4 ||
-                      (w.format == WeightFormat::kInt4Packed && w.group > 0 && w.group % 64 == 0);
-  const bool natural = w.format == WeightFormat::kBf16 || w.format == WeightFormat::kFp8Tensor ||
-                       w.format == WeightFormat::kFp8Block;
+  const bool nibble = w.format == WeightLayout::kNvfp4 ||
+                      (w.format == WeightLayout::kInt4Packed && w.group > 0 && w.group % 64 == 0);
+  const bool natural = w.format == WeightLayout::kBf16 || w.format == WeightLayout::kFp8Tensor ||
+                       w.format == WeightLayout::kFp8Block;
   if (!nibble && !natural) {  // GPTQ layout, odd int4 groups: the fp32 avx512 path (exact order)
     avx512_kernels().linear(x, M, ldx, w, n0, n1, y, ldy, scratch);
     return;
@@ -491,7 +456,7 @@ void linear_avx512bf16(const float* x, int64_t M, int64_t ldx, const WeightView&
   const Call call{xb, kx, K, w.tensor_scale, y, ldy, w.format};
 
   if (M <= 4) {  // decode: weights converted in registers, streamed once
-    if (w.format == WeightFormat::kNvfp4) {
+    if (w.format == WeightLayout::kNvfp4) {
       NibbleFused<true> src(w);
       run_all_m<2>(src, call, M, n0, n1, n0);
     } else if (nibble) {
@@ -508,7 +473,7 @@ void linear_avx512bf16(const float* x, int64_t M, int64_t ldx, const WeightView&
     const int rows = static_cast<int>(min64(kTileRows, n1 - t0));
     if (nibble) {
       const int64_t chunks = (K + 63) / 64;
-      if (w.format == WeightFormat::kNvfp4)
+      if (w.format == WeightLayout::kNvfp4)
         fill_nibble_tile<true>(w, t0, rows, tile, chunks);
       else
         fill_nibble_tile<false>(w, t0, rows, tile, chunks);
@@ -539,5 +504,3 @@ const KernelTable& avx512bf16_kernels() {
 }
 
 }  // namespace fp4serve::kernels::cpu
-
-#undef FP4SERVE_INLINE

@@ -4,7 +4,8 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/thread_scratch.h"
+#include "kernels/cpu/linear_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {
@@ -13,11 +14,6 @@ namespace {
 // packed weight's item is one panel.
 constexpr int64_t kRowBlock = 8;
 
-float* thread_scratch(size_t need) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < need) buf.resize(need);
-  return buf.data();
-}
 
 bool runs_packed(const LinearJob& j, const cpu::KernelTable& kt) {
   return j.w.packed != nullptr && kt.linear_packed != nullptr;
@@ -35,17 +31,18 @@ void check_job(const LinearJob& j) {
 
 }  // namespace
 
-void linear_batch(const std::vector<LinearJob>& jobs, Isa isa) {
+void linear_batch(std::span<const LinearJob> jobs, Isa isa) {
   const cpu::KernelTable& kt = cpu::kernel_table(isa);
-  std::vector<int64_t> first_block(jobs.size() + 1, 0);
-  std::vector<int64_t> rows_per_block(jobs.size());
+  int64_t* first_block = cpu::scratch<int64_t>(cpu::Scratch::kLinearBlocks, 2 * jobs.size() + 1);
+  int64_t* rows_per_block = first_block + jobs.size() + 1;
+  first_block[0] = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     check_job(jobs[i]);
     rows_per_block[i] = runs_packed(jobs[i], kt) ? kPanelRows : kRowBlock;
     const int64_t blocks = jobs[i].M > 0 ? (jobs[i].w.n + rows_per_block[i] - 1) / rows_per_block[i] : 0;
     first_block[i + 1] = first_block[i] + blocks;
   }
-  const int64_t total = first_block.back();
+  const int64_t total = first_block[jobs.size()];
   cpu::parallel_for(total, 1, [&](int64_t b0, int64_t b1) {
     // One kernel call per run of consecutive blocks of the same job (per-call setup amortized).
     size_t j = 0;
@@ -57,10 +54,12 @@ void linear_batch(const std::vector<LinearJob>& jobs, Isa isa) {
       const int64_t n1 = std::min(job.w.n, (bend - first_block[j]) * rows_per_block[j]);
       if (runs_packed(job, kt)) {
         const auto need = static_cast<size_t>(cpu::packed_linear_scratch_floats(job.M, job.w.packed->kp));
-        kt.linear_packed(job.x, job.M, job.ldx, *job.w.packed, n0, n1, job.y, job.ldy, thread_scratch(need));
+        kt.linear_packed(job.x, job.M, job.ldx, *job.w.packed, n0, n1, job.y, job.ldy,
+                         cpu::scratch<float>(cpu::Scratch::kLinearTile, need));
       } else {
         const auto need = static_cast<size_t>(cpu::linear_scratch_floats(job.M, job.w.k));
-        kt.linear(job.x, job.M, job.ldx, job.w, n0, n1, job.y, job.ldy, thread_scratch(need));
+        kt.linear(job.x, job.M, job.ldx, job.w, n0, n1, job.y, job.ldy,
+                  cpu::scratch<float>(cpu::Scratch::kLinearTile, need));
       }
       b = bend;
     }
@@ -75,13 +74,13 @@ void linear(const float* x, int64_t M, int64_t ldx, const WeightView& w, float* 
   j.w = w;
   j.y = y;
   j.ldy = ldy;
-  linear_batch({j}, isa);
+  linear_batch(std::span<const LinearJob>(&j, 1), isa);
 }
 
 void linear_bf16(const uint16_t* x, int64_t M, const WeightView& w, float* y, Isa isa) {
-  std::vector<float> xf(static_cast<size_t>(M * w.k));
-  bf16_to_f32(x, xf.data(), M * w.k);
-  linear(xf.data(), M, w.k, w, y, w.n, isa);
+  float* xf = cpu::scratch<float>(cpu::Scratch::kLinearX, static_cast<size_t>(M * w.k));
+  bf16_to_f32(x, xf, M * w.k);
+  linear(xf, M, w.k, w, y, w.n, isa);
 }
 
 }  // namespace fp4serve::kernels

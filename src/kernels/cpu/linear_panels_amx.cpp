@@ -38,9 +38,7 @@
 
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/panel_convert.h"
-#include "kernels/packed_weight.h"
-
-#define FP4SERVE_INLINE __attribute__((always_inline)) inline
+#include "kernels/cpu/packed_weight.h"
 
 namespace fp4serve::kernels::cpu {
 namespace {
@@ -179,7 +177,7 @@ void small_m_chunks(const F& f, const Call& c, int64_t pa, int64_t pb) {
   const uint8_t* A = c.p.panel(pa);
   const uint8_t* B = c.p.panel(pb);
   const int64_t chunks = c.p.kp / 32;
-  const bool block = c.p.format == WeightFormat::kFp8Block;
+  const bool block = c.p.format == WeightLayout::kFp8Block;
   const int64_t nb = c.p.fp8_blocks_per_panel();
   const float* sa = block ? c.p.block_scales.data() + pa * nb : nullptr;
   const float* sb = block ? c.p.block_scales.data() + pb * nb : nullptr;
@@ -312,7 +310,7 @@ void big_chunks(const Call& c, const uint8_t* ba, const uint8_t* bb, int64_t m0,
                 int64_t pb) {
   const uint16_t* x0 = c.xb + m0 * c.p.kp;
   const uint16_t* x1 = x0 + 16 * c.p.kp;
-  const bool block = c.p.format == WeightFormat::kFp8Block;
+  const bool block = c.p.format == WeightLayout::kFp8Block;
   const int64_t nb = c.p.fp8_blocks_per_panel(), chunks = c.p.kp / 32;
   const float* sa = block ? c.p.block_scales.data() + pa * nb : nullptr;
   const float* sb = block ? c.p.block_scales.data() + pb * nb : nullptr;
@@ -493,7 +491,7 @@ void linear_panels_amx(const float* x, int64_t M, int64_t ldx, const PackedWeigh
   panel_prepare_x(x, M, ldx, p.k, kp, xb);
   uint16_t* xm = nullptr;
   uint8_t* m1_tiles = nullptr;
-  if (p.format == WeightFormat::kNvfp4) {
+  if (p.format == WeightLayout::kNvfp4) {
     if (M == 1) {
       m1_tiles = block_row_tiles(kp);  // the M = 1 path reads these, not xm
     } else {
@@ -506,10 +504,10 @@ void linear_panels_amx(const float* x, int64_t M, int64_t ldx, const PackedWeigh
   auto* cbuf = reinterpret_cast<float*>(stage + 2 * kPairsPerGroup * kp * 32);
   const Call c{p, M, y, ldy, xb, xm, stage, cbuf, cbuf + 2048};
   switch (p.format) {
-    case WeightFormat::kBf16: run(PanelBf16{}, c, p0, p1, nullptr); break;
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block: run(PanelFp8{}, c, p0, p1, nullptr); break;
-    case WeightFormat::kNvfp4: run(PanelNvfp4{}, c, p0, p1, m1_tiles); break;
+    case WeightLayout::kBf16: run(PanelBf16{}, c, p0, p1, nullptr); break;
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block: run(PanelFp8{}, c, p0, p1, nullptr); break;
+    case WeightLayout::kNvfp4: run(PanelNvfp4{}, c, p0, p1, m1_tiles); break;
     default: break;
   }
   _tile_release();
@@ -525,5 +523,3 @@ const KernelTable& amx_kernels() {
 }
 
 }  // namespace fp4serve::kernels::cpu
-
-#undef FP4SERVE_INLINE

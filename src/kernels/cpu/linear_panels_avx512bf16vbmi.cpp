@@ -21,14 +21,10 @@
 
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/panel_convert.h"
-#include "kernels/packed_weight.h"
-
-#define FP4SERVE_INLINE __attribute__((always_inline)) inline
+#include "kernels/cpu/packed_weight.h"
 
 namespace fp4serve::kernels::cpu {
 namespace {
-
-inline __m512bh as_bh(__m512i v) { return (__m512bh)v; }
 
 FP4SERVE_INLINE __m512i bcast_pair(const uint16_t* xb, int64_t r) {
   uint32_t v;
@@ -202,23 +198,23 @@ void linear_panels_avx512bf16(const float* x, int64_t M, int64_t ldx, const Pack
   auto* scales = reinterpret_cast<float*>(stage + p.kp * 32);
   const Call c{p, xb, M, y, ldy};
   switch (p.format) {
-    case WeightFormat::kBf16: {
+    case WeightLayout::kBf16: {
       const Bf16Fmt f;
       for (int64_t pi = p0; pi < p1; ++pi) run_panel(f, c, pi, stage, scales);
       break;
     }
-    case WeightFormat::kFp8Tensor: {
+    case WeightLayout::kFp8Tensor: {
       const Fp8Fmt f;
       for (int64_t pi = p0; pi < p1; ++pi) run_panel(f, c, pi, stage, scales);
       break;
     }
-    case WeightFormat::kFp8Block:
+    case WeightLayout::kFp8Block:
       for (int64_t pi = p0; pi < p1; ++pi) {
         const Fp8BlockFmt f(p.block_scales.data() + pi * p.fp8_blocks_per_panel());
         run_panel(f, c, pi, stage, scales);
       }
       break;
-    case WeightFormat::kNvfp4: {
+    case WeightLayout::kNvfp4: {
       Nvfp4Fmt f;
       for (int64_t pi = p0; pi < p1; ++pi) {
         f.normal = p.normal_scales[static_cast<size_t>(pi)] != 0;
@@ -232,5 +228,3 @@ void linear_panels_avx512bf16(const float* x, int64_t M, int64_t ldx, const Pack
 }
 
 }  // namespace fp4serve::kernels::cpu
-
-#undef FP4SERVE_INLINE

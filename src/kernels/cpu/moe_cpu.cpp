@@ -6,8 +6,10 @@
 #include "kernels/activation.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/thread_scratch.h"
+#include "kernels/cpu/linear_cpu.h"
 #include "kernels/moe.h"
+#include "kernels/cpu/moe_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {
@@ -35,22 +37,43 @@ void swiglu_bf16(float* g, const float* u, int64_t n) {
   });
 }
 
-// The block's per-step buffers, reused across calls by the calling thread (grow-only): at prefill
-// they are tens of MB, and fresh vectors were fresh mmaps that the kernel page-faulted and zeroed
-// at every layer. Contents are not kept: every user writes before reading.
-enum Buf { kXf, kLogits, kRw, kXg, kG, kU, kSg, kSu, kSgate, kD, kSd, kBufs };
-float* scratch(Buf b, int64_t n) {
-  thread_local std::vector<float> bufs[kBufs];
-  std::vector<float>& v = bufs[b];
-  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
-  return v.data();
+// The block's per-step buffers, reused across calls by the calling thread (thread_scratch.h): at
+// prefill they are tens of MB, and fresh vectors were fresh mmaps that the kernel page-faulted and
+// zeroed at every layer. Contents are not kept: every user writes before reading.
+float* scratch(cpu::Scratch slot, int64_t n) { return cpu::scratch<float>(slot, static_cast<size_t>(n)); }
+using cpu::Scratch;
+constexpr Scratch kXf = Scratch::kMoeXf, kLogits = Scratch::kMoeLogits, kRw = Scratch::kMoeRw, kXg = Scratch::kMoeXg,
+                  kG = Scratch::kMoeG, kU = Scratch::kMoeU, kSg = Scratch::kMoeSg, kSu = Scratch::kMoeSu,
+                  kSgate = Scratch::kMoeSgate, kD = Scratch::kMoeD, kSd = Scratch::kMoeSd;
+
+}  // namespace
+
+namespace {
+
+// group_by_expert into caller-provided arrays: offsets [E + 1], token and slot [T * top_k].
+void group_into(const int32_t* idx, int64_t T, int top_k, int E, int32_t* offsets, int32_t* token, int32_t* slot) {
+  std::fill(offsets, offsets + E + 1, 0);
+  for (int64_t i = 0; i < T * top_k; ++i) {
+    if (idx[i] < 0 || idx[i] >= E) throw std::out_of_range("moe: expert id " + std::to_string(idx[i]) + " out of range");
+    ++offsets[idx[i] + 1];
+  }
+  for (int e = 0; e < E; ++e) offsets[e + 1] += offsets[e];
+  int32_t* fill = cpu::scratch<int32_t>(cpu::Scratch::kMoeFill, static_cast<size_t>(E));
+  std::copy(offsets, offsets + E, fill);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int s = 0; s < top_k; ++s) {
+      const int32_t pos = fill[idx[t * top_k + s]]++;
+      token[pos] = static_cast<int32_t>(t);
+      slot[pos] = s;
+    }
+  }
 }
 
 }  // namespace
 
 void moe_route(const float* logits, int64_t T, int E, int top_k, int32_t* idx, float* weights) {
-  std::vector<float> p(E);
-  std::vector<int32_t> order(E);
+  float* p = cpu::scratch<float>(cpu::Scratch::kMoeProbs, static_cast<size_t>(E));
+  int32_t* order = cpu::scratch<int32_t>(cpu::Scratch::kMoeOrder, static_cast<size_t>(E));
   for (int64_t t = 0; t < T; ++t) {
     const float* l = logits + t * E;
     float mx = -INFINITY;
@@ -62,7 +85,7 @@ void moe_route(const float* logits, int64_t T, int E, int top_k, int32_t* idx, f
     }
     for (int e = 0; e < E; ++e) p[e] = p[e] / sum;
     for (int e = 0; e < E; ++e) order[e] = e;
-    std::partial_sort(order.begin(), order.begin() + top_k, order.end(),
+    std::partial_sort(order, order + top_k, order + E,
                       [&](int32_t a, int32_t b) { return p[a] > p[b] || (p[a] == p[b] && a < b); });
     float tsum = 0.0f;
     for (int i = 0; i < top_k; ++i) tsum += p[order[i]];
@@ -75,22 +98,10 @@ void moe_route(const float* logits, int64_t T, int E, int top_k, int32_t* idx, f
 
 ExpertGroups group_by_expert(const int32_t* idx, int64_t T, int top_k, int E) {
   ExpertGroups g;
-  g.offsets.assign(E + 1, 0);
-  for (int64_t i = 0; i < T * top_k; ++i) {
-    if (idx[i] < 0 || idx[i] >= E) throw std::out_of_range("moe: expert id " + std::to_string(idx[i]) + " out of range");
-    ++g.offsets[idx[i] + 1];
-  }
-  for (int e = 0; e < E; ++e) g.offsets[e + 1] += g.offsets[e];
-  g.token.resize(T * top_k);
-  g.slot.resize(T * top_k);
-  std::vector<int32_t> fill(g.offsets.begin(), g.offsets.end() - 1);
-  for (int64_t t = 0; t < T; ++t) {
-    for (int s = 0; s < top_k; ++s) {
-      const int32_t pos = fill[idx[t * top_k + s]]++;
-      g.token[pos] = static_cast<int32_t>(t);
-      g.slot[pos] = s;
-    }
-  }
+  g.offsets.resize(static_cast<size_t>(E) + 1);
+  g.token.resize(static_cast<size_t>(T * top_k));
+  g.slot.resize(static_cast<size_t>(T * top_k));
+  group_into(idx, T, top_k, E, g.offsets.data(), g.token.data(), g.slot.data());
   return g;
 }
 
@@ -110,10 +121,17 @@ void moe_block(const uint16_t* x, int64_t T, const MoeWeights& w, uint16_t* out,
   float* logits = scratch(kLogits, T * E);
   linear(xf, T, w.router, logits, isa);
   round_bf16_inplace(logits, T * E);
-  std::vector<int32_t> idx(R);
+  int32_t* idx = cpu::scratch<int32_t>(cpu::Scratch::kMoeIdx, static_cast<size_t>(R));
   float* rw = scratch(kRw, R);
-  moe_route(logits, T, E, K, idx.data(), rw);
-  const ExpertGroups groups = group_by_expert(idx.data(), T, K, E);
+  moe_route(logits, T, E, K, idx, rw);
+  struct Groups {
+    int32_t* offsets;
+    int32_t* token;
+    int32_t* slot;
+  } groups{cpu::scratch<int32_t>(cpu::Scratch::kMoeOffsets, static_cast<size_t>(E) + 1),
+           cpu::scratch<int32_t>(cpu::Scratch::kMoeToken, static_cast<size_t>(R)),
+           cpu::scratch<int32_t>(cpu::Scratch::kMoeSlot, static_cast<size_t>(R))};
+  group_into(idx, T, K, E, groups.offsets, groups.token, groups.slot);
 
   // Grouped activations (expert order), then gate/up for all experts and the shared expert at once.
   float* xg = scratch(kXg, R * H);
@@ -126,47 +144,50 @@ void moe_block(const uint16_t* x, int64_t T, const MoeWeights& w, uint16_t* out,
   float* sg = scratch(kSg, T * Is);
   float* su = scratch(kSu, T * Is);
   float* sgate = scratch(kSgate, T);
-  std::vector<LinearJob> jobs;
+  // At most two jobs per expert plus three shared ones.
+  LinearJob* jobs = cpu::scratch<LinearJob>(cpu::Scratch::kMoeJobs, 2 * static_cast<size_t>(E) + 3);
+  size_t njobs = 0;
   for (int e = 0; e < E; ++e) {
     const int64_t r0 = groups.offsets[e], n = groups.offsets[e + 1] - r0;
     if (n == 0) continue;
-    jobs.push_back({xg + r0 * H, n, H, w.experts[e].gate, g + r0 * I, I});
-    jobs.push_back({xg + r0 * H, n, H, w.experts[e].up, u + r0 * I, I});
+    jobs[njobs++] = {xg + r0 * H, n, H, w.experts[e].gate, g + r0 * I, I};
+    jobs[njobs++] = {xg + r0 * H, n, H, w.experts[e].up, u + r0 * I, I};
   }
   if (w.has_shared) {
-    jobs.push_back({xf, T, H, w.shared.gate, sg, Is});
-    jobs.push_back({xf, T, H, w.shared.up, su, Is});
-    jobs.push_back({xf, T, H, w.shared_gate, sgate, 1});
+    jobs[njobs++] = {xf, T, H, w.shared.gate, sg, Is};
+    jobs[njobs++] = {xf, T, H, w.shared.up, su, Is};
+    jobs[njobs++] = {xf, T, H, w.shared_gate, sgate, 1};
   }
-  linear_batch(jobs, isa);
+  linear_batch(std::span<const LinearJob>(jobs, njobs), isa);
   swiglu_bf16(g, u, R * I);
   if (w.has_shared) swiglu_bf16(sg, su, T * Is);
 
   // Down projections.
   float* d = scratch(kD, R * H);
   float* sd = w.has_shared ? scratch(kSd, T * H) : nullptr;
-  jobs.clear();
+  njobs = 0;
   for (int e = 0; e < E; ++e) {
     const int64_t r0 = groups.offsets[e], n = groups.offsets[e + 1] - r0;
     if (n == 0) continue;
-    jobs.push_back({g + r0 * I, n, I, w.experts[e].down, d + r0 * H, H});
+    jobs[njobs++] = {g + r0 * I, n, I, w.experts[e].down, d + r0 * H, H};
   }
-  if (w.has_shared) jobs.push_back({sg, T, Is, w.shared.down, sd, H});
-  linear_batch(jobs, isa);
+  if (w.has_shared) jobs[njobs++] = {sg, T, Is, w.shared.down, sd, H};
+  linear_batch(std::span<const LinearJob>(jobs, njobs), isa);
 
   // Where each (token, slot) landed in the grouped order; combine in ascending expert id (HF's
   // loop over expert_hit) with a bf16 add per expert, then add the gated shared expert.
-  std::vector<int32_t> row_of(R);
+  int32_t* row_of = cpu::scratch<int32_t>(cpu::Scratch::kMoeRowOf, static_cast<size_t>(R));
   for (int64_t r = 0; r < R; ++r) row_of[groups.token[r] * K + groups.slot[r]] = static_cast<int32_t>(r);
   cpu::parallel_for(T, 4, [&](int64_t t0, int64_t t1) {
-    std::vector<int> slots(K);
-    std::vector<float> acc(H);
+    int* slots = cpu::scratch<int>(cpu::Scratch::kMoeSlots, static_cast<size_t>(K));
+    float* acc = cpu::scratch<float>(cpu::Scratch::kMoeAcc, static_cast<size_t>(H));
     for (int64_t t = t0; t < t1; ++t) {
       for (int s = 0; s < K; ++s) slots[s] = s;
       if (combine == MoeCombine::kHfEager)
-        std::sort(slots.begin(), slots.end(), [&](int a, int b) { return idx[t * K + a] < idx[t * K + b]; });
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (int s : slots) {
+        std::sort(slots, slots + K, [&](int a, int b) { return idx[t * K + a] < idx[t * K + b]; });
+      std::fill(acc, acc + H, 0.0f);
+      for (int k = 0; k < K; ++k) {
+        const int s = slots[k];
         const float* dr = d + static_cast<int64_t>(row_of[t * K + s]) * H;
         const float wt = rw[t * K + s];
         if (combine == MoeCombine::kFp32Sum) {
@@ -175,12 +196,12 @@ void moe_block(const uint16_t* x, int64_t T, const MoeWeights& w, uint16_t* out,
           for (int64_t i = 0; i < H; ++i) acc[i] = round_bf16(acc[i] + round_bf16(round_bf16(dr[i]) * wt));
         }
       }
-      if (combine == MoeCombine::kFp32Sum) round_bf16_inplace(acc.data(), H);
+      if (combine == MoeCombine::kFp32Sum) round_bf16_inplace(acc, H);
       if (w.has_shared) {
         const float gate = round_bf16(sigmoid(round_bf16(sgate[t])));
         for (int64_t i = 0; i < H; ++i) acc[i] = round_bf16(acc[i] + round_bf16(gate * round_bf16(sd[t * H + i])));
       }
-      f32_to_bf16(acc.data(), out + t * H, H);
+      f32_to_bf16(acc, out + t * H, H);
     }
   });
 }

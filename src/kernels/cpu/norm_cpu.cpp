@@ -5,16 +5,13 @@
 #include "kernels/bf16.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/norm.h"
+#include "kernels/cpu/thread_scratch.h"
+#include "kernels/cpu/norm_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {
 
-float* row_scratch(int64_t n) {
-  thread_local std::vector<float> buf;
-  if (buf.size() < static_cast<size_t>(n)) buf.resize(static_cast<size_t>(n));
-  return buf.data();
-}
+float* row_scratch(int64_t n) { return cpu::scratch<float>(cpu::Scratch::kNormRow, static_cast<size_t>(n)); }
 
 // Rows per work item: enough work per item to amortize the parallel region.
 int64_t row_grain(int64_t D) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(D, 1)); }

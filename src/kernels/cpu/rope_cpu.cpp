@@ -4,7 +4,9 @@
 
 #include "kernels/bf16.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/thread_scratch.h"
 #include "kernels/rope.h"
+#include "kernels/cpu/rope_cpu.h"
 
 namespace fp4serve::kernels {
 
@@ -28,9 +30,11 @@ void apply_rope(uint16_t* x, int64_t T, int64_t heads, const RopeConfig& cfg, co
     throw std::invalid_argument("apply_rope: rotary_dim must be even and within head_dim");
   const int rot = cfg.rotary_dim, half = rot / 2;
   cpu::parallel_for(T, 8, [&](int64_t t0, int64_t t1) {
-    std::vector<float> c(rot), s(rot), xr(rot);
+    float* c = cpu::scratch<float>(cpu::Scratch::kRope, 3 * static_cast<size_t>(rot));
+    float* s = c + rot;
+    float* xr = s + rot;
     for (int64_t t = t0; t < t1; ++t) {
-      rope_cos_sin(cfg, pos_t[t], pos_h[t], pos_w[t], c.data(), s.data());
+      rope_cos_sin(cfg, pos_t[t], pos_h[t], pos_w[t], c, s);
       for (int64_t h = 0; h < heads; ++h) {
         uint16_t* v = x + (t * heads + h) * cfg.head_dim;
         for (int i = 0; i < rot; ++i) xr[i] = bf16_bits_to_f32(v[i]);

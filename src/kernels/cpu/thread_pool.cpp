@@ -32,7 +32,7 @@ int num_threads() {
 
 void set_num_threads(int n) { g_threads.store(n > 0 ? n : default_threads()); }
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_for(int64_t n, int64_t grain, RangeFn fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t max_chunks = (n + grain - 1) / grain;

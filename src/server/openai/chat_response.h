@@ -1,5 +1,5 @@
 // /v1/chat/completions answers: the non-streaming ChatCompletionResponse and the SSE stream,
-// shaped as vllm-surface.md §1.7/§1.9 and vLLM's chat_completion/serving.py build them. The
+// shaped as docs/vllm-surface.md §1.7/§1.9 and vLLM's chat_completion/serving.py build them. The
 // reasoning / content / tool-call split of the output is the caller's (reasoning_parser*,
 // tool_parser*); these builders only place it.
 #pragma once

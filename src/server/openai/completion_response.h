@@ -1,5 +1,5 @@
 // /v1/completions answers: the non-streaming CompletionResponse and the SSE stream, shaped as
-// vllm-surface.md §1.7/§1.9 and vLLM's completion/serving.py build them.
+// docs/vllm-surface.md §1.7/§1.9 and vLLM's completion/serving.py build them.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The error answers of the OpenAI-compatible API, as vLLM sends them (vllm-surface.md §1.10):
+// The error answers of the OpenAI-compatible API, as vLLM sends them (docs/vllm-surface.md §1.10):
 // the envelope {"error":{"message","type","param","code"}} and the three ways vLLM words a fault.
 //
 //  1. A VLLMValidationError / ValueError raised while serving (create_error_response(exc)): HTTP 400,

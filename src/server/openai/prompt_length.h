@@ -1,4 +1,4 @@
-// Length validation and max_tokens resolution (vllm-surface.md §1.5), as vLLM's renderer does it
+// Length validation and max_tokens resolution (docs/vllm-surface.md §1.5), as vLLM's renderer does it
 // [vllm: renderers/params.py TokenizeParams] and entrypoints get_max_tokens:
 //   1. before tokenizing: the requested output length may not exceed max_model_len;
 //   2. after tokenizing: optional truncation (truncate_prompt_tokens), then

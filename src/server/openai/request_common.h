@@ -41,8 +41,8 @@ struct DefaultSamplingParams {
 };
 
 struct StreamOptions {
-  // vllm-surface.md §1.9: StreamOptions.include_usage defaults to true in the vLLM releases the
-  // spec pins, so "stream_options": {} turns the usage chunk on. (Some 2026 snapshots default it
+  // docs/vllm-surface.md §1.9: StreamOptions.include_usage defaults to true in the vLLM releases
+  // fp4serve follows, so "stream_options": {} turns the usage chunk on. (Some 2026 snapshots default it
   // to false.)
   bool include_usage = true;
   bool continuous_usage_stats = false;

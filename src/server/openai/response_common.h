@@ -27,7 +27,7 @@ struct ResponseContext {
   bool enable_prompt_tokens_details = false;      // --enable-prompt-tokens-details
   bool force_include_usage = false;               // --enable-force-include-usage
   bool return_tokens_as_token_ids = false;        // --return-tokens-as-token-ids (request may override)
-  // Chat: also send the pre-#27752 name "reasoning_content" next to "reasoning" (vllm-surface.md
+  // Chat: also send the pre-#27752 name "reasoning_content" next to "reasoning" (docs/vllm-surface.md
   // §1.3: clients of older vLLM read it).
   bool emit_reasoning_content = false;
   const tokenizer::Tokenizer* tokenizer = nullptr;  // for logprob token strings

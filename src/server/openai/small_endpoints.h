@@ -1,4 +1,4 @@
-// GET /v1/models, POST /tokenize, POST /detokenize, GET /version (vllm-surface.md §1.6)
+// GET /v1/models, POST /tokenize, POST /detokenize, GET /version (docs/vllm-surface.md §1.6)
 // [vllm: entrypoints/openai/models/serving.py, engine/protocol.py ModelCard/ModelPermission,
 // entrypoints/serve/tokenize/protocol.py].
 #pragma once

@@ -61,7 +61,7 @@ const WeightFormat kFp8 = WeightFormat::fp8_per_tensor(true);
 const WeightFormat kW4A16 = WeightFormat::nvfp4(16, false);
 const WeightFormat kBf16 = WeightFormat::bf16();
 
-// The checks §2.3 / §3.5 of quant-formats.md make for nvidia/Qwen3.6-35B-A3B-NVFP4.
+// The checks docs/quant-formats.md §2.3 / §3.5 make for nvidia/Qwen3.6-35B-A3B-NVFP4.
 void expect_nvfp4_release_formats(const QuantConfig& q) {
   EXPECT_EQ(q.method(), QuantMethod::kModelOpt);
   EXPECT_EQ(q.algo(), "MIXED_PRECISION");
@@ -145,7 +145,7 @@ TEST(QuantConfigTest, ConfigJsonSectionIsPreferred) {
 }
 
 TEST(QuantConfigTest, UniformModelOptLlamaFp4) {
-  // nvidia/Llama-3.3-70B-Instruct-FP4 hf_quant_config.json, verbatim (quant-formats.md §2.1).
+  // nvidia/Llama-3.3-70B-Instruct-FP4 hf_quant_config.json, verbatim (docs/quant-formats.md §2.1).
   const std::string hf = R"({"producer": {"name": "modelopt", "version": "0.23.0"},
       "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "group_size": 16,
                        "exclude_modules": ["lm_head"]}})";

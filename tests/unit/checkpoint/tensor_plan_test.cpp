@@ -1,4 +1,4 @@
-// The tensor plan against the spec's arithmetic (model-arch.md 4.1, quant-formats.md 3.5) on the
+// The tensor plan against the spec's arithmetic (docs/model-arch.md §4.1, docs/quant-formats.md §3.5) on the
 // real Qwen3.6-35B-A3B dimensions.
 #include <gtest/gtest.h>
 
@@ -49,7 +49,7 @@ bool is_moe(const PlannedModule& m) { return m.path.find(".mlp.") != std::string
 TEST(TensorPlan, Bf16ReleaseMatchesSpecParameterCounts) {
   const ModelConfig c = ModelConfig::parse(qwen36_config_json(40));
   const TensorPlan plan = make_tensor_plan(c, [](std::string_view) { return WeightFormat::bf16(); }, ExpertStorage::kFused);
-  // model-arch.md 4.1: GDN layer 33,718,464 params, attention layer 27,263,488, MoE block 808,978,432.
+  // docs/model-arch.md §4.1: GDN layer 33,718,464 params, attention layer 27,263,488, MoE block 808,978,432.
   EXPECT_EQ(params_of_layer(plan, 0, is_mixer), 33'718'464u);
   EXPECT_EQ(params_of_layer(plan, 3, is_mixer), 27'263'488u);
   EXPECT_EQ(params_of_layer(plan, 0, is_moe), 808'978'432u);
@@ -62,7 +62,7 @@ TEST(TensorPlan, KvAndGdnStateSizes) {
   const ModelConfig c = ModelConfig::parse(qwen36_config_json(40));
   EXPECT_EQ(kv_cache_bytes_per_token(c, 2), 10u * 2u * 2u * 256u * 2u);  // 20,480
   EXPECT_EQ(kv_cache_bytes_per_token(c, 1), 10'240u);
-  // 30 x (32 x 128 x 128 x 4 + 8192 x 3 x 2) = 64,389,120 bytes, the "~61 MiB" of ARCHITECTURE.md
+  // 30 x (32 x 128 x 128 x 4 + 8192 x 3 x 2) = 64,389,120 bytes, the "~61 MiB" of docs/model-arch.md §3
   EXPECT_EQ(gdn_state_bytes_per_sequence(c), 64'389'120u);
 }
 
@@ -81,7 +81,7 @@ TEST(TensorPlan, Nvfp4ReleaseShapes) {
   std::map<std::string, const PlannedTensor*> by_name;
   for (const auto* t : plan.all_tensors()) by_name[t->name] = t;
   const std::string P = "model.language_model.layers.";
-  // quant-formats.md 3.4/3.5
+  // docs/quant-formats.md §3.4/§3.5
   auto* gate = by_name.at(P + "0.mlp.experts.5.gate_proj.weight");
   EXPECT_EQ(gate->dtype, DType::kU8);
   EXPECT_EQ(gate->shape, (std::vector<int64_t>{512, 1024}));

@@ -1,7 +1,7 @@
 // bad_words as vLLM supports it: tokenization with and without a leading space
-// (SamplingParams.update_from_tokenizer), its refusals word for word, the prefix match on the
-// generated tokens (v1/sample/ops/bad_words.py), and the sampler and engine never producing a
-// banned word.
+// (SamplingParams.update_from_tokenizer), its refusals word for word, and the sampler and engine
+// never producing a banned word. The prefix match on the generated tokens
+// (v1/sample/ops/bad_words.py) is the sampling op's: tests/unit/kernels/sampling_processors_test.cpp.
 #include "engine/bad_words.h"
 
 #include <gtest/gtest.h>
@@ -70,15 +70,6 @@ TEST(BadWordsTokenization, VllmRefusals) {
   err = tokenize_bad_words(two, *qwen_tokenizer(), 2);
   ASSERT_TRUE(err);
   EXPECT_EQ(err->message, "Too many bad words after tokenization: 3. The max number is 2.");
-}
-
-TEST(BadWordsMatch, LastTokenBannedOnlyAfterTheRestOfTheWord) {
-  const std::vector<std::vector<int32_t>> words{{7}, {3, 4, 5}, {9, 9}};
-  EXPECT_EQ(banned_next_tokens(words, std::vector<int32_t>{}), (std::vector<int32_t>{7}));
-  EXPECT_EQ(banned_next_tokens(words, std::vector<int32_t>{1, 3, 4}), (std::vector<int32_t>{7, 5}));
-  EXPECT_EQ(banned_next_tokens(words, std::vector<int32_t>{3, 4, 1}), (std::vector<int32_t>{7}));
-  EXPECT_EQ(banned_next_tokens(words, std::vector<int32_t>{9}), (std::vector<int32_t>{7, 9}));
-  EXPECT_EQ(banned_next_tokens(words, std::vector<int32_t>{4}), (std::vector<int32_t>{7}));
 }
 
 TEST(BadWordsSampler, GreedyTakesTheNextBestToken) {

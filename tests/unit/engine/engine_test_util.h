@@ -25,6 +25,7 @@ struct StackConfig {
   int snapshot_interval = 0;
   int long_prefill_token_threshold = 0;
   bool prefix_caching = true;
+  int num_speculative_tokens = 0;
 };
 
 // Scheduler + KV cache manager + GDN slots + snapshot store, wired as the engine wires them.
@@ -35,7 +36,7 @@ struct Stack {
            c.num_snapshots > 0 ? &snapshots : nullptr),
         slots(c.num_slots),
         sched(SchedulerConfig{c.max_num_batched_tokens, c.max_num_seqs, c.max_model_len,
-                              c.long_prefill_token_threshold, c.snapshot_interval},
+                              c.long_prefill_token_threshold, c.snapshot_interval, c.num_speculative_tokens},
               kv, slots, c.num_snapshots > 0 ? &snapshots : nullptr, std::move(stop)) {}
 
   StateSnapshotStore snapshots;

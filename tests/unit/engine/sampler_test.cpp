@@ -9,8 +9,7 @@
 #include <set>
 
 #include "engine/engine_error.h"
-#include "engine/sampler_processors.h"
-#include "unit/engine/sampler_test_util.h"
+#include "unit/kernels/sampling_test_util.h"
 
 namespace fp4serve::engine {
 namespace {
@@ -98,46 +97,6 @@ TEST(Sampler, MinTokensMasksEosAndStopIdsUntilReached) {
     ASSERT_NE(t, 5);
     ASSERT_NE(t, 3);
   }
-}
-
-TEST(SamplerPenalties, MatchVllmFormulas) {
-  // vLLM apply_penalties: repetition on prompt|output (x > 0 ? x / r : x * r), then
-  // x -= frequency * count_in_output, then x -= presence * (count_in_output > 0).
-  std::vector<float> row{2.0f, -1.0f, 0.5f, 3.0f, -2.0f, 1.0f};
-  const std::vector<float> raw = row;
-  SamplingParams p;
-  p.repetition_penalty = 2.0;
-  p.frequency_penalty = 0.5;
-  p.presence_penalty = 0.25;
-  const std::vector<int32_t> prompt{0, 1, 0};
-  const std::vector<int32_t> output{3, 3, 4};
-  PenaltyScratch scratch;
-  LogitsEditLog log;
-  apply_penalties(row, p, prompt, output, scratch, log);
-  EXPECT_FLOAT_EQ(row[0], 1.0f);                         // prompt only: 2 / 2
-  EXPECT_FLOAT_EQ(row[1], -2.0f);                        // prompt only: -1 * 2
-  EXPECT_FLOAT_EQ(row[2], 0.5f);                         // untouched
-  EXPECT_FLOAT_EQ(row[3], 3.0f / 2 - 0.5f * 2 - 0.25f);  // output twice
-  EXPECT_FLOAT_EQ(row[4], -2.0f * 2 - 0.5f - 0.25f);     // output once, negative
-  EXPECT_FLOAT_EQ(row[5], 1.0f);
-  log.undo(row);
-  EXPECT_EQ(row, raw);
-  // The scratch is left clean for the next call: the same call again gives the same result.
-  apply_penalties(row, p, prompt, output, scratch, log);
-  EXPECT_FLOAT_EQ(row[3], 3.0f / 2 - 0.5f * 2 - 0.25f);
-  log.undo(row);
-
-  // Presence and frequency ignore the prompt; repetition < 1 rewards repeats.
-  SamplingParams q;
-  q.presence_penalty = -1.0;
-  q.repetition_penalty = 0.5;
-  apply_penalties(row, q, prompt, output, scratch, log);
-  EXPECT_FLOAT_EQ(row[0], 4.0f);
-  EXPECT_FLOAT_EQ(row[1], -0.5f);
-  EXPECT_FLOAT_EQ(row[3], 6.0f + 1.0f);
-  EXPECT_FLOAT_EQ(row[4], -1.0f + 1.0f);
-  log.undo(row);
-  EXPECT_EQ(row, raw);
 }
 
 TEST(SamplerPenalties, ChangeTheGreedyChoiceAndLeaveTheRowRaw) {

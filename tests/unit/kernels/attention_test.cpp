@@ -8,6 +8,7 @@
 #include "kernel_test_util.h"
 #include "kernels/activation.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/cpu/attention_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {

@@ -9,6 +9,7 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tensor/float_formats.h"
+#include "kernels/cpu/activation_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {

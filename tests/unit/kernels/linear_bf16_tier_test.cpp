@@ -9,7 +9,7 @@
 #include "kernel_test_util.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {

@@ -12,8 +12,8 @@
 #include "kernel_test_util.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/linear.h"
-#include "kernels/packed_weight.h"
+#include "kernels/cpu/linear_cpu.h"
+#include "kernels/cpu/packed_weight.h"
 
 namespace fp4serve::kernels {
 namespace {
@@ -168,7 +168,7 @@ TEST(LinearPanels, ExactOnSmallIntegerProblems) {
         linear(x.data(), M, v, ref.data(), Isa::kScalar);
         linear(x.data(), M, pv, got.data(), tier);
         for (size_t i = 0; i < ref.size(); ++i)
-          ASSERT_EQ(got[i], ref[i]) << weight_format_name(v.format) << " " << cpu::isa_name(tier) << " M=" << M
+          ASSERT_EQ(got[i], ref[i]) << weight_layout_name(v.format) << " " << cpu::isa_name(tier) << " M=" << M
                                     << " i=" << i;
       }
   }

@@ -1,4 +1,4 @@
-#include "kernels/linear.h"
+#include "kernels/cpu/linear_cpu.h"
 
 #include <gtest/gtest.h>
 
@@ -17,15 +17,15 @@ using test::same_bits;
 using test::RandomWeight;
 
 // A random weight of `f` (FP8 block with fp32 scale_inv).
-RandomWeight make_weight(WeightFormat f, int64_t n, int64_t k, uint32_t seed) {
+RandomWeight make_weight(WeightLayout f, int64_t n, int64_t k, uint32_t seed) {
   using Kind = test::WeightKind;
   switch (f) {
-    case WeightFormat::kBf16: return test::make_random_weight(Kind::kBf16, n, k, seed);
-    case WeightFormat::kFp8Tensor: return test::make_random_weight(Kind::kFp8Tensor, n, k, seed);
-    case WeightFormat::kFp8Block: return test::make_random_weight(Kind::kFp8BlockF32, n, k, seed);
-    case WeightFormat::kNvfp4: return test::make_random_weight(Kind::kNvfp4, n, k, seed);
-    case WeightFormat::kInt4Gptq: return test::make_random_weight(Kind::kInt4Gptq, n, k, seed);
-    case WeightFormat::kInt4Packed: return test::make_random_weight(Kind::kInt4Packed, n, k, seed);
+    case WeightLayout::kBf16: return test::make_random_weight(Kind::kBf16, n, k, seed);
+    case WeightLayout::kFp8Tensor: return test::make_random_weight(Kind::kFp8Tensor, n, k, seed);
+    case WeightLayout::kFp8Block: return test::make_random_weight(Kind::kFp8BlockF32, n, k, seed);
+    case WeightLayout::kNvfp4: return test::make_random_weight(Kind::kNvfp4, n, k, seed);
+    case WeightLayout::kInt4Gptq: return test::make_random_weight(Kind::kInt4Gptq, n, k, seed);
+    case WeightLayout::kInt4Packed: return test::make_random_weight(Kind::kInt4Packed, n, k, seed);
   }
   throw std::invalid_argument("make_weight: unknown format");
 }
@@ -34,12 +34,12 @@ struct Shape {
   int64_t m, n, k;
 };
 
-const WeightFormat kFormats[] = {WeightFormat::kBf16,  WeightFormat::kFp8Tensor, WeightFormat::kFp8Block,
-                                 WeightFormat::kNvfp4, WeightFormat::kInt4Gptq,  WeightFormat::kInt4Packed};
+const WeightLayout kFormats[] = {WeightLayout::kBf16,  WeightLayout::kFp8Tensor, WeightLayout::kFp8Block,
+                                 WeightLayout::kNvfp4, WeightLayout::kInt4Gptq,  WeightLayout::kInt4Packed};
 
-bool fits(WeightFormat f, int64_t k) {
-  if (f == WeightFormat::kNvfp4) return k % 16 == 0;
-  if (f == WeightFormat::kInt4Gptq || f == WeightFormat::kInt4Packed) return k % 128 == 0;
+bool fits(WeightLayout f, int64_t k) {
+  if (f == WeightLayout::kNvfp4) return k % 16 == 0;
+  if (f == WeightLayout::kInt4Gptq || f == WeightLayout::kInt4Packed) return k % 128 == 0;
   return true;
 }
 
@@ -47,10 +47,10 @@ TEST(Linear, EveryPathMatchesScalarBitForBitAndDoubleWithinTolerance) {
   const Shape shapes[] = {{1, 37, 256}, {2, 16, 128}, {3, 9, 48}, {5, 20, 272}, {17, 33, 384}, {64, 24, 512},
                           {1, 130, 2048}, {4, 8, 1000}};
   uint32_t seed = 1;
-  for (WeightFormat f : kFormats) {
+  for (WeightLayout f : kFormats) {
     for (const Shape& s : shapes) {
       if (!fits(f, s.k)) continue;
-      SCOPED_TRACE(std::string(weight_format_name(f)) + " M=" + std::to_string(s.m) + " N=" +
+      SCOPED_TRACE(std::string(weight_layout_name(f)) + " M=" + std::to_string(s.m) + " N=" +
                    std::to_string(s.n) + " K=" + std::to_string(s.k));
       RandomWeight w = make_weight(f, s.n, s.k, ++seed);
       const auto x = test::random_bf16_values(s.m * s.k, ++seed);
@@ -87,11 +87,11 @@ TEST(Linear, EveryPathMatchesScalarBitForBitAndDoubleWithinTolerance) {
 
 TEST(Linear, RowResultIndependentOfBatchSizeAndThreads) {
   const int64_t N = 70, K = 512;
-  for (WeightFormat f : kFormats) {
+  for (WeightLayout f : kFormats) {
     RandomWeight w = make_weight(f, N, K, 77);
     const auto x = test::random_bf16_values(64 * K, 78);
     for (Isa isa : isas()) {
-      SCOPED_TRACE(std::string(weight_format_name(f)) + " " + std::string(cpu::isa_name(isa)));
+      SCOPED_TRACE(std::string(weight_layout_name(f)) + " " + std::string(cpu::isa_name(isa)));
       std::vector<float> batch(64 * N);
       cpu::set_num_threads(2);
       linear(x.data(), 64, w.view, batch.data(), isa);
@@ -113,8 +113,8 @@ TEST(Linear, RowResultIndependentOfBatchSizeAndThreads) {
 }
 
 TEST(Linear, BatchOfJobsEqualsSeparateCalls) {
-  RandomWeight a = make_weight(WeightFormat::kNvfp4, 40, 256, 5);
-  RandomWeight b = make_weight(WeightFormat::kBf16, 24, 128, 6);
+  RandomWeight a = make_weight(WeightLayout::kNvfp4, 40, 256, 5);
+  RandomWeight b = make_weight(WeightLayout::kBf16, 24, 128, 6);
   const auto xa = test::random_bf16_values(3 * 256, 7);
   const auto xb = test::random_bf16_values(2 * 128, 8);
   std::vector<float> ya(3 * 40), yb(2 * 24), ra(3 * 40), rb(2 * 24);
@@ -126,13 +126,13 @@ TEST(Linear, BatchOfJobsEqualsSeparateCalls) {
 }
 
 TEST(Linear, Int4RepackKeepsValues) {
-  RandomWeight g = make_weight(WeightFormat::kInt4Gptq, 12, 256, 9);
+  RandomWeight g = make_weight(WeightLayout::kInt4Gptq, 12, 256, 9);
   Int4Packed p = int4_repack(g.view);
   EXPECT_EQ(dequantize_full(g.view), dequantize_full(p.view()));
 }
 
 TEST(Linear, Nvfp4DequantMatchesSpecFormula) {
-  // quant-formats.md 1.2/1.3: element 2j in the low nibble of byte j; W = e2m1 * e4m3 * scale_2.
+  // docs/quant-formats.md §1.2/§1.3: element 2j in the low nibble of byte j; W = e2m1 * e4m3 * scale_2.
   const uint8_t packed[8] = {0x21, 0xF7, 0x00, 0x00, 0x00, 0x00, 0x00, 0x9A};
   const uint8_t scales[1] = {0x38};  // e4m3 1.0
   WeightView w = nvfp4_weight(packed, scales, 0.5f, 1, 16);
@@ -146,7 +146,7 @@ TEST(Linear, Nvfp4DequantMatchesSpecFormula) {
 }
 
 TEST(Linear, SliceRowsSelectsTheSameRows) {
-  RandomWeight w = make_weight(WeightFormat::kInt4Gptq, 16, 128, 11);
+  RandomWeight w = make_weight(WeightLayout::kInt4Gptq, 16, 128, 11);
   auto full = dequantize_full(w.view);
   auto part = dequantize_full(slice_rows(w.view, 4, 8));
   for (int64_t r = 0; r < 8; ++r)

@@ -5,7 +5,8 @@
 #include "kernel_test_util.h"
 #include "kernels/activation.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear_cpu.h"
+#include "kernels/cpu/moe_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {

@@ -2,8 +2,9 @@
 
 #include "kernel_test_util.h"
 #include "kernels/activation.h"
-#include "kernels/norm.h"
+#include "kernels/cpu/norm_cpu.h"
 #include "kernels/rope.h"
+#include "kernels/cpu/rope_cpu.h"
 
 namespace fp4serve::kernels {
 namespace {

@@ -26,7 +26,7 @@ TEST(StatsLogLine, MatchesVllmFormat) {
   const auto a = snapshot(0, 0, 0, 0, 0, 0);
   const auto b = snapshot(0, 54, 0, 1000, 920, 1);
   const auto line = logger.log(a, b, 10.0);
-  // The line from intel/llm-scaler#391 quoted in vllm-surface.md section 4.2.
+  // The line from intel/llm-scaler#391 quoted in docs/vllm-surface.md §3.2.
   EXPECT_EQ(line.text,
             "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 5.4 tokens/s, Running: 1 "
             "reqs, Waiting: 14 reqs, GPU KV cache usage: 76.5%, Prefix cache hit rate: 92.0%");

@@ -296,7 +296,7 @@ namespace fp4serve::server::openai {
 namespace {
 
 TEST(DefaultSamplingParams, FromGenerationConfigKeepsVllmKeysOnly) {
-  // Qwen3.6's generation_config.json values (model-arch.md §1) plus max_new_tokens.
+  // Qwen3.6's generation_config.json values (docs/model-arch.md §1.1) plus max_new_tokens.
   const GenerationConfig config = GenerationConfig::parse(
       R"({"bos_token_id": 248044, "eos_token_id": [248046, 248044], "do_sample": true, "temperature": 1.0,
           "top_k": 20, "top_p": 0.95, "presence_penalty": 1.5, "max_new_tokens": 32768})");

@@ -8,7 +8,7 @@ namespace fp4serve::server::openai {
 namespace {
 
 TEST(OpenAIError, EnvelopeMatchesVllmOnTheWire) {
-  // Observed on the wire (vLLM >= 0.10.1, vllm-surface.md §1.10 and public client fixtures).
+  // Observed on the wire (vLLM >= 0.10.1, docs/vllm-surface.md §1.10 and public client fixtures).
   const ApiError err = vllm_validation_error(
       "You passed 98305 input tokens and requested 32768 output tokens. However, the model's context "
       "length is only 131072 tokens, resulting in a maximum input length of 98304 tokens. Please "

@@ -1,4 +1,4 @@
-// Length validation and max_tokens resolution (vllm-surface.md §1.5).
+// Length validation and max_tokens resolution (docs/vllm-surface.md §1.5).
 #include <gtest/gtest.h>
 
 #include "server/openai/prompt_length.h"

@@ -1,4 +1,4 @@
-// Response shapes against literals (vllm-surface.md §1.7-1.9, vLLM's serving code), logprobs in
+// Response shapes against literals (docs/vllm-surface.md §1.7-1.9, vLLM's serving code), logprobs in
 // both endpoint shapes, streams and SSE framing.
 #include <gtest/gtest.h>
 

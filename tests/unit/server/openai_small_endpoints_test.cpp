@@ -1,4 +1,4 @@
-// /v1/models, /tokenize, /detokenize, /version (vllm-surface.md §1.6).
+// /v1/models, /tokenize, /detokenize, /version (docs/vllm-surface.md §1.6).
 #include <gtest/gtest.h>
 
 #include "server/openai/response_common.h"

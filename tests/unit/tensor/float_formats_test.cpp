@@ -1,6 +1,6 @@
 // Exhaustive tests of the narrow float formats. Expected values come from an independent decoding
 // written here from the OCP/ONNX definitions (bit fields -> ldexp), and from the worked values of
-// quant-formats.md section 6.
+// docs/quant-formats.md §6.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -104,7 +104,7 @@ TEST(FloatFormats, Fp8Saturates) {
 }
 
 TEST(FloatFormats, Fp8KvExamplesFromSpec) {
-  // quant-formats.md 6.5
+  // docs/quant-formats.md §6.4
   EXPECT_EQ(f32_to_e4m3(1.296875f), 0x3A);
   EXPECT_EQ(e4m3_to_f32(0x3A), 1.25f);
   EXPECT_EQ(f32_to_e4m3(1.296875f / 0.5f), 0x42);

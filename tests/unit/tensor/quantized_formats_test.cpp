@@ -1,4 +1,4 @@
-// NVFP4, block FP8 and INT4 GPTQ packing: the worked examples of quant-formats.md section 6 and
+// NVFP4, block FP8 and INT4 GPTQ packing: the worked examples of docs/quant-formats.md §6 and
 // round trips.
 #include <gtest/gtest.h>
 

@@ -110,7 +110,7 @@ TEST(ChatTemplateParity, ContextBuilderRejectsReservedKwargs) {
   EXPECT_THROW(make_chat_template_context(msgs, ordered_json::object(), true, nullptr, nullptr), std::invalid_argument);
 }
 
-// The generation prompt of the Qwen3.5/3.6 templates, spelled out (model-arch.md section 5.4).
+// The generation prompt of the Qwen3.5/3.6 templates, spelled out (docs/model-arch.md §5.2).
 TEST(ChatTemplateQwen, GenerationPromptThinkingSwitch) {
   const ChatTemplate q36(test::read_text_file(test::chat_template_data_dir() + "/qwen3.6.jinja"));
   const ordered_json msgs = ordered_json::array({{{"role", "user"}, {"content", "hi"}}});

@@ -120,11 +120,11 @@ TEST(SynthConfig, ShallowModelsWithoutFullAttentionLayersParse) {
 }
 
 TEST(SynthConfig, FullModelPlanHasTheSpecCounts) {
-  // The BF16 release's safetensors (model-arch.md §4): 3 global (embed, norm, lm_head) + 30 GDN
+  // The BF16 release's safetensors (docs/model-arch.md §4): 3 global (embed, norm, lm_head) + 30 GDN
   // layers x 18 (2 norms, 4 in_proj, conv1d, dt_bias, A_log, norm, out_proj, router, fused
   // gate_up/down, 3 shared-expert projections, shared_expert_gate) + 10 attention layers x 15
-  // (2 norms, q/k/v/o, q_norm, k_norm + the same 7 MoE tensors) = 693. (§4.1's 733 counts GGUF
-  // tensors, where gate and up are split.)
+  // (2 norms, q/k/v/o, q_norm, k_norm + the same 7 MoE tensors) = 693. (The 733 often quoted counts GGUF
+  // tensors, where gate and up are split: docs/model-arch.md §4.1.)
   SynthOptions o = tiny_options(SynthFormat::kBF16, "/nonexistent");
   o.dims = SynthDims::qwen36_35b_a3b();
   const SynthPlan sp = plan_synth(o);

@@ -1,5 +1,5 @@
 """Torch-free unit tests of the numpy dequantization formulas against hand-computed vectors
-(quant-formats.md §6) and synthetic layouts (ceil-div FP8 blocks, GPTQ nibble order)."""
+(docs/quant-formats.md §6) and synthetic layouts (ceil-div FP8 blocks, GPTQ nibble order)."""
 import numpy as np
 
 from dequant import dequant_fp8_block, dequant_gptq_int4, dequant_nvfp4, unpack_nvfp4
@@ -17,7 +17,7 @@ def test_e4m3_spot_values():
 
 
 def test_nvfp4_block_vector_from_spec():
-    # quant-formats.md §6.3: packed C1 F6 30 7D 58 3E 97 E5, block scale 0x6D (104), s2 = 0.5/2688
+    # docs/quant-formats.md §6.3: packed C1 F6 30 7D 58 3E 97 E5, block scale 0x6D (104), s2 = 0.5/2688
     packed = np.array([[0xC1, 0xF6, 0x30, 0x7D, 0x58, 0x3E, 0x97, 0xE5]], dtype=np.uint8)
     nibbles = unpack_nvfp4(packed)[0]
     assert [int(n) for n in nibbles] == [1, 0xC, 6, 0xF, 0, 3, 0xD, 7, 8, 5, 0xE, 3, 7, 9, 5, 0xE]

@@ -26,7 +26,7 @@
 #include <span>
 #include <vector>
 
-namespace fp4serve::engine {
+namespace fp4serve::kernels::cpu {
 
 // torch.argmax: index of the first maximum (0 when every entry is -inf).
 int32_t argmax_first(std::span<const float> row);
@@ -53,6 +53,9 @@ struct SelectionScratch {
   std::vector<double> bucket_mass;  // top-p without top-k
   std::vector<float> block_max;     // max of each 64-token block
   std::vector<float> heap;          // top-k selection
+
+  // Capacity for any row of up to `vocab` tokens, so that selection never allocates afterwards.
+  void reserve(std::size_t vocab);
 };
 
 // The tokens that can be drawn, with their weights (probability = weight / sum of weights), in
@@ -65,4 +68,4 @@ std::span<const Candidate> select_candidates(std::span<const float> row, const R
 // Inverse-CDF draw over the candidates with uniform u in [0, 1).
 int32_t draw_candidate(std::span<const Candidate> candidates, double u);
 
-}  // namespace fp4serve::engine
+}  // namespace fp4serve::kernels::cpu

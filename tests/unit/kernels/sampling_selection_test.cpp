@@ -1,6 +1,6 @@
 // Greedy argmax, the temperature/min-p/top-k/top-p filters and the draw, against a literal
-// transcription of vLLM's tensors code (sampler_test_util.h).
-#include "engine/sampler_selection.h"
+// transcription of vLLM's tensors code (sampling_test_util.h).
+#include "kernels/cpu/sampling_selection.h"
 
 #include <gtest/gtest.h>
 
@@ -8,10 +8,10 @@
 #include <map>
 #include <string>
 
-#include "engine/sampler_rng.h"
-#include "unit/engine/sampler_test_util.h"
+#include "kernels/cpu/sampling_rng.h"
+#include "unit/kernels/sampling_test_util.h"
 
-namespace fp4serve::engine {
+namespace fp4serve::kernels::cpu {
 namespace {
 
 using testing::random_logits;
@@ -208,4 +208,4 @@ TEST(SamplerRng, UniformsAreInRangeAndStreamsDiffer) {
 }
 
 }  // namespace
-}  // namespace fp4serve::engine
+}  // namespace fp4serve::kernels::cpu

@@ -1,4 +1,4 @@
-// RMSNorm variants of Qwen3.5/3.6 (model-arch.md 2.1 and 6.2), rows of D elements.
+// RMSNorm variants of Qwen3.5/3.6 (docs/model-arch.md §2.1 and §6.2), rows of D elements.
 // Sums of squares use the canonical 32-lane dot (kernel_table.h), so every ISA path is identical.
 #pragma once
 

@@ -1,11 +1,11 @@
-#include "engine/sampler_selection.h"
+#include "kernels/cpu/sampling_selection.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 
-namespace fp4serve::engine {
+namespace fp4serve::kernels::cpu {
 
 namespace {
 
@@ -135,6 +135,15 @@ void nucleus_by_buckets(std::span<const float> row, float t, float max_scaled,
 
 }  // namespace
 
+void SelectionScratch::reserve(std::size_t vocab) {
+  kept.reserve(vocab);
+  all.reserve(vocab);
+  boundary.reserve(vocab);
+  bucket_mass.reserve(kNumBuckets);
+  block_max.reserve((vocab + kBlock - 1) / kBlock);
+  heap.reserve(vocab);
+}
+
 float row_max(std::span<const float> row) { return span_max(row.data(), row.size()); }
 
 int32_t argmax_first(std::span<const float> row) {
@@ -253,4 +262,4 @@ int32_t draw_candidate(std::span<const Candidate> candidates, double u) {
   return last;  // only reachable through rounding when u is within an ulp of 1
 }
 
-}  // namespace fp4serve::engine
+}  // namespace fp4serve::kernels::cpu

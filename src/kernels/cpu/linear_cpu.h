@@ -13,7 +13,8 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <initializer_list>
+#include <span>
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/weights.h"
@@ -41,6 +42,9 @@ struct LinearJob {
   float* y = nullptr;
   int64_t ldy = 0;
 };
-void linear_batch(const std::vector<LinearJob>& jobs, Isa isa = cpu::active_isa());
+void linear_batch(std::span<const LinearJob> jobs, Isa isa = cpu::active_isa());
+inline void linear_batch(std::initializer_list<LinearJob> jobs, Isa isa = cpu::active_isa()) {
+  linear_batch(std::span<const LinearJob>(jobs.begin(), jobs.size()), isa);
+}
 
 }  // namespace fp4serve::kernels

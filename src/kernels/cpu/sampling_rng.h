@@ -12,7 +12,7 @@
 #include <array>
 #include <cstdint>
 
-namespace fp4serve::engine {
+namespace fp4serve::kernels::cpu {
 
 // One Philox4x32-10 block: 128 random bits for (key, counter).
 std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 2> key, std::array<uint32_t, 4> counter);
@@ -24,4 +24,4 @@ enum class RngStream : uint32_t { kSeededRequest = 0x5eed0001u, kEngine = 0xe1e1
 // A uniform double in [0, 1) with 53 random bits, for draw number `index` of `stream` under `key`.
 double philox_uniform(uint64_t key, RngStream stream, uint64_t index);
 
-}  // namespace fp4serve::engine
+}  // namespace fp4serve::kernels::cpu

@@ -1,4 +1,4 @@
-#include "kernels/packed_weight.h"
+#include "kernels/cpu/packed_weight.h"
 
 #include <sys/mman.h>
 
@@ -93,7 +93,7 @@ void pack_full_nvfp4(const WeightView& w, int64_t n0, int64_t kp, uint8_t* dst) 
 void pack_panel_reference(const WeightView& w, const PackedWeight& p, int64_t pi, uint8_t* dst) {
   const int64_t n0 = pi * kPanelRows;
   switch (w.format) {
-    case WeightFormat::kBf16: {
+    case WeightLayout::kBf16: {
       auto* out = reinterpret_cast<uint16_t*>(dst);
       for (int64_t r = 0; r < p.kp / 2; ++r)
         for (int i = 0; i < kPanelRows; ++i) {
@@ -102,13 +102,13 @@ void pack_panel_reference(const WeightView& w, const PackedWeight& p, int64_t pi
         }
       break;
     }
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block:
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block:
       for (int64_t q = 0; q < p.kp / 4; ++q)
         for (int i = 0; i < kPanelRows; ++i)
           for (int kk = 0; kk < 4; ++kk) dst[q * 64 + fp8_quad_offset(i, kk)] = fp8_code(w, n0 + i, 4 * q + kk);
       break;
-    case WeightFormat::kNvfp4:
+    case WeightLayout::kNvfp4:
       for (int64_t s = 0; s < p.kp / 64; ++s) {
         uint8_t* sb = dst + s * 576;
         for (int b = 0; b < 4; ++b)
@@ -132,10 +132,10 @@ void pack_panel(const WeightView& w, const PackedWeight& p, int64_t pi, uint8_t*
   const int64_t n0 = pi * kPanelRows;
   if (!reference && full_panel(w, p, n0)) {
     switch (w.format) {
-      case WeightFormat::kBf16: return pack_full_bf16(w, n0, p.kp, dst);
-      case WeightFormat::kFp8Tensor:
-      case WeightFormat::kFp8Block: return pack_full_fp8(w, n0, p.kp, dst);
-      case WeightFormat::kNvfp4: return pack_full_nvfp4(w, n0, p.kp, dst);
+      case WeightLayout::kBf16: return pack_full_bf16(w, n0, p.kp, dst);
+      case WeightLayout::kFp8Tensor:
+      case WeightLayout::kFp8Block: return pack_full_fp8(w, n0, p.kp, dst);
+      case WeightLayout::kNvfp4: return pack_full_nvfp4(w, n0, p.kp, dst);
       default: break;
     }
   }
@@ -168,14 +168,14 @@ PackedWeight panel_shape(const WeightView& w) {
   p.n = w.n;
   p.k = w.k;
   // FP8 block panels end on a whole 128-k scale block (the kernels run blocks without tails).
-  p.kp = round_up(w.k, w.format == WeightFormat::kFp8Block ? 128 : kPanelKAlign);
+  p.kp = round_up(w.k, w.format == WeightLayout::kFp8Block ? 128 : kPanelKAlign);
   p.panels = (w.n + kPanelRows - 1) / kPanelRows;
   p.tensor_scale = w.tensor_scale;
   switch (w.format) {
-    case WeightFormat::kBf16: p.panel_bytes = p.kp * 32; break;
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kFp8Block: p.panel_bytes = p.kp * 16; break;
-    case WeightFormat::kNvfp4: p.panel_bytes = p.kp / 64 * 576; break;
+    case WeightLayout::kBf16: p.panel_bytes = p.kp * 32; break;
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block: p.panel_bytes = p.kp * 16; break;
+    case WeightLayout::kNvfp4: p.panel_bytes = p.kp / 64 * 576; break;
     default: break;
   }
   return p;
@@ -211,11 +211,11 @@ void PanelStorageFree::operator()(uint8_t* p) const {
 
 bool packable(const WeightView& w) {
   switch (w.format) {
-    case WeightFormat::kBf16:
-    case WeightFormat::kFp8Tensor:
-    case WeightFormat::kNvfp4:
+    case WeightLayout::kBf16:
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kNvfp4:
       return w.n > 0 && w.k > 0 && w.data != nullptr;
-    case WeightFormat::kFp8Block:
+    case WeightLayout::kFp8Block:
       return w.n > 0 && w.k > 0 && w.data != nullptr && w.scales != nullptr;
     default:
       return false;
@@ -224,7 +224,7 @@ bool packable(const WeightView& w) {
 
 PackedWeight pack_weight(const WeightView& w, PanelArena* arena) {
   if (!packable(w))
-    throw WeightLayoutError(std::string("pack_weight: the panel layout does not take ") + weight_format_name(w.format) +
+    throw WeightLayoutError(std::string("pack_weight: the panel layout does not take ") + weight_layout_name(w.format) +
                             " weights");
   PackedWeight p = panel_shape(w);
   const size_t total = static_cast<size_t>(p.panels * p.panel_bytes);
@@ -232,19 +232,19 @@ PackedWeight pack_weight(const WeightView& w, PanelArena* arena) {
     p.bytes_ = std::unique_ptr<uint8_t, PanelStorageFree>(arena->allocate(total), PanelStorageFree{0});
   else
     p.bytes_ = std::unique_ptr<uint8_t, PanelStorageFree>(allocate_panels(total), PanelStorageFree{total});
-  if (w.format == WeightFormat::kFp8Block) {
+  if (w.format == WeightLayout::kFp8Block) {
     const int64_t nb = p.fp8_blocks_per_panel();
     p.block_scales.resize(static_cast<size_t>(p.panels * nb));
     for (int64_t pi = 0; pi < p.panels; ++pi)
       for (int64_t b = 0; b < nb; ++b) p.block_scales[pi * nb + b] = fp8_block_scale(w, pi * kPanelRows, b);
   }
   uint8_t* base = p.bytes_.get();
-  if (w.format == WeightFormat::kNvfp4) p.normal_scales.assign(static_cast<size_t>(p.panels), 0);
+  if (w.format == WeightLayout::kNvfp4) p.normal_scales.assign(static_cast<size_t>(p.panels), 0);
   cpu::parallel_for(p.panels, 1, [&](int64_t a, int64_t b) {
     for (int64_t pi = a; pi < b; ++pi) {
       uint8_t* panel = base + pi * p.panel_bytes;
       pack_panel(w, p, pi, panel, false);
-      if (w.format == WeightFormat::kNvfp4) {
+      if (w.format == WeightLayout::kNvfp4) {
         // Real rows and blocks only: padding rows are masked at the store and padding blocks hold
         // zero weights, so any scale there gives the same results.
         const int64_t rows = std::min<int64_t>(kPanelRows, w.n - pi * kPanelRows), blocks = w.k / 16;
@@ -284,19 +284,19 @@ void unpack_rows_unscaled(const PackedWeight& p, int64_t r0, int64_t r1, float* 
     for (int64_t k = 0; k < p.k; ++k) {
       float v = 0.0f;
       switch (p.format) {
-        case WeightFormat::kBf16: {
+        case WeightLayout::kBf16: {
           uint16_t c;
           std::memcpy(&c, panel + (k / 2) * 64 + (2 * i + (k & 1)) * 2, 2);
           v = bf16_to_f32(c);
           break;
         }
-        case WeightFormat::kFp8Tensor:
-        case WeightFormat::kFp8Block:
+        case WeightLayout::kFp8Tensor:
+        case WeightLayout::kFp8Block:
           v = e4m3_to_f32(panel[(k / 4) * 64 + fp8_quad_offset(i, static_cast<int>(k % 4))]);
-          if (p.format == WeightFormat::kFp8Block)
+          if (p.format == WeightLayout::kFp8Block)
             v *= p.block_scales[(n / kPanelRows) * p.fp8_blocks_per_panel() + k / 128];
           break;
-        case WeightFormat::kNvfp4: {
+        case WeightLayout::kNvfp4: {
           const uint8_t* sb = panel + (k / 64) * 576;
           const int o = static_cast<int>(k % 64) / 8, t = static_cast<int>(k % 8) / 2, kk = static_cast<int>(k % 2);
           uint16_t word;

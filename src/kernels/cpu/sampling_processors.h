@@ -1,7 +1,7 @@
 // The logits processors vLLM V1 applies to the raw logits before sampling, in its order
 // (vllm/v1/sample/sampler.py apply_logits_processors; BUILTIN_LOGITS_PROCESSORS):
 //   0. bad_words: -inf for the last token of each bad-word sequence the output is one token short
-//      of (bad_words.h);
+//      of (sampling_bad_words.h);
 //   1. min_tokens: the stop tokens (request stop_token_ids + the model's EOS ids) get -inf while
 //      fewer than min_tokens tokens have been generated (MinTokensLogitsProcessor);
 //   2. logit_bias: bias added to the token's logit (LogitBiasLogitsProcessor);
@@ -18,28 +18,41 @@
 #include <utility>
 #include <vector>
 
-#include "engine/sampling_params.h"
+#include "kernels/sampling.h"
 
-namespace fp4serve::engine {
+namespace fp4serve::kernels::cpu {
 
 class LogitsEditLog {
  public:
+  // A token's raw value is logged on its first edit only, so the log never holds more entries
+  // than the row has tokens.
   void set(std::span<float> row, int32_t token, float value) {
-    edits_.emplace_back(token, row[static_cast<std::size_t>(token)]);
-    row[static_cast<std::size_t>(token)] = value;
+    const auto t = static_cast<std::size_t>(token);
+    if (logged_.size() < row.size()) logged_.resize(row.size(), 0);
+    if (!logged_[t]) {
+      logged_[t] = 1;
+      edits_.emplace_back(token, row[t]);
+    }
+    row[t] = value;
   }
-  // Restores the row; entries are replayed newest first so a token edited twice ends at its
-  // first recorded (raw) value.
+  // Restores the row to the values it had before the first set().
   void undo(std::span<float> row) {
-    for (auto it = edits_.rbegin(); it != edits_.rend(); ++it) {
-      row[static_cast<std::size_t>(it->first)] = it->second;
+    for (const auto& [token, raw] : edits_) {
+      row[static_cast<std::size_t>(token)] = raw;
+      logged_[static_cast<std::size_t>(token)] = 0;
     }
     edits_.clear();
   }
   bool empty() const { return edits_.empty(); }
+  // Capacity for rows of up to `vocab` tokens: set() never allocates afterwards.
+  void reserve(std::size_t vocab) {
+    if (logged_.size() < vocab) logged_.resize(vocab, 0);
+    edits_.reserve(vocab);
+  }
 
  private:
   std::vector<std::pair<int32_t, float>> edits_;
+  std::vector<uint8_t> logged_;  // per token: its raw value is in edits_
 };
 
 // Scratch for apply_penalties: a per-token count array that is all zero between calls (only the
@@ -47,24 +60,30 @@ class LogitsEditLog {
 struct PenaltyScratch {
   std::vector<uint32_t> counts;  // bit 31: token is in the prompt; bits 0..30: count in the output
   std::vector<int32_t> touched;
+
+  // Capacity for rows of up to `vocab` tokens.
+  void reserve(std::size_t vocab) {
+    if (counts.size() < vocab) counts.assign(vocab, 0u);
+    touched.reserve(vocab);
+  }
 };
 
-// bad_words: -inf on banned_next_tokens(params.bad_words_token_ids, output_ids).
-void apply_bad_words(std::span<float> row, const SamplingParams& params,
+// bad_words: -inf on the tokens sampling_bad_words.h bans after output_ids.
+void apply_bad_words(std::span<float> row, const SamplingOptions& options,
                      std::span<const int32_t> output_ids, LogitsEditLog& log);
 
-// min_tokens: mask `stop_ids` (already the union of the request's and the model's) when
-// num_output < min_tokens. Ids outside the row are ignored.
-void apply_min_tokens(std::span<float> row, const SamplingParams& params, std::size_t num_output,
-                      std::span<const int64_t> model_eos_ids, LogitsEditLog& log);
+// min_tokens: mask options.min_tokens_stop_ids (the request's stop ids and the model's EOS ids)
+// when num_output < min_tokens. Ids outside the row are ignored.
+void apply_min_tokens(std::span<float> row, const SamplingOptions& options, std::size_t num_output,
+                      LogitsEditLog& log);
 
 // logit_bias, in float32 as vLLM adds it. Ids outside the row are ignored (validation rejects
 // them).
-void apply_logit_bias(std::span<float> row, const SamplingParams& params, LogitsEditLog& log);
+void apply_logit_bias(std::span<float> row, const SamplingOptions& options, LogitsEditLog& log);
 
 // Repetition, frequency and presence penalties; a no-op when all three are at their defaults.
-void apply_penalties(std::span<float> row, const SamplingParams& params,
+void apply_penalties(std::span<float> row, const SamplingOptions& options,
                      std::span<const int32_t> prompt_ids, std::span<const int32_t> output_ids,
                      PenaltyScratch& scratch, LogitsEditLog& log);
 
-}  // namespace fp4serve::engine
+}  // namespace fp4serve::kernels::cpu

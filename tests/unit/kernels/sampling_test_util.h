@@ -1,5 +1,6 @@
 // A straightforward transcription of vLLM V1's sampling filters (full softmax, full sorts, in
-// double), to check the sampler's O(V) implementation against.
+// double), to check the sampling op's O(V) implementation against, and random logits rows. Used by
+// the op's tests here and the engine's sampler tests.
 #pragma once
 
 #include <algorithm>
@@ -10,7 +11,7 @@
 #include <random>
 #include <vector>
 
-namespace fp4serve::engine::testing {
+namespace fp4serve::testing {
 
 inline std::vector<double> softmax(const std::vector<double>& x) {
   const double m = *std::max_element(x.begin(), x.end());
@@ -67,4 +68,4 @@ inline std::vector<float> random_logits(std::size_t v, uint32_t seed, float scal
   return logits;
 }
 
-}  // namespace fp4serve::engine::testing
+}  // namespace fp4serve::testing

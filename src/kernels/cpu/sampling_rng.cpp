@@ -1,6 +1,6 @@
-#include "engine/sampler_rng.h"
+#include "kernels/cpu/sampling_rng.h"
 
-namespace fp4serve::engine {
+namespace fp4serve::kernels::cpu {
 
 namespace {
 // Philox constants (Random123).
@@ -31,4 +31,4 @@ double philox_uniform(uint64_t key, RngStream stream, uint64_t index) {
   return static_cast<double>(bits >> 11) * 0x1.0p-53;
 }
 
-}  // namespace fp4serve::engine
+}  // namespace fp4serve::kernels::cpu

@@ -69,7 +69,7 @@ class PanelArena {
 };
 
 struct PackedWeight {
-  WeightFormat format = WeightFormat::kBf16;  // the source format: kBf16, kFp8Tensor, kFp8Block, kNvfp4
+  WeightLayout format = WeightLayout::kBf16;  // the source format: kBf16, kFp8Tensor, kFp8Block, kNvfp4
   int64_t n = 0, k = 0;                       // logical shape [n, k]
   int64_t kp = 0;                             // k rounded up to kPanelKAlign (kFp8Block: 128)
   int64_t panels = 0;                         // ceil(n / 16)
