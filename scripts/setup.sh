@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything fp4serve needs to build and test on Debian 12, then builds it.
 # Idempotent: packages already present and an existing venv are kept.
-#   scripts/setup.sh              Debian packages, the test venv (.venv), build/ (Release + CUDA when nvcc exists)
+#   scripts/setup.sh              Debian packages, the test venvs (.venv, .venv-loadtest), build/ (Release + CUDA when nvcc exists)
 #   scripts/setup.sh --reference  also .venv-reference: torch/transformers 5/modelopt for tools/reference (large)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +44,20 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   log "installing tools/reference/requirements-test.txt into .venv"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r tools/reference/requirements-test.txt
+  echo "$want" > "$stamp"
+fi
+# The load testers of the e2e suite (NVIDIA's aiperf) in their own venv: they pull in ~1 GB of
+# dependencies (dash, optuna, pandas, transformers >= 4.56) whose versions must not move .venv's pins.
+if [ ! -x .venv-loadtest/bin/python ]; then
+  log "creating .venv-loadtest"
+  "$PY" -m venv .venv-loadtest
+fi
+stamp=.venv-loadtest/.requirements-loadtest.sha
+want=$(sha256sum tests/e2e/requirements-loadtest.txt | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  log "installing tests/e2e/requirements-loadtest.txt into .venv-loadtest"
+  .venv-loadtest/bin/pip install -q --upgrade pip
+  .venv-loadtest/bin/pip install -q -r tests/e2e/requirements-loadtest.txt
   echo "$want" > "$stamp"
 fi
 # The reference stack (torch, transformers 5.x, ModelOpt, AutoRound) lives in its own venv: it needs

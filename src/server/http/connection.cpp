@@ -190,6 +190,7 @@ void Connection::dispatch_request() {
 
   HttpRequest request = to_http_request(std::move(message), remote_);
   http10_ = request.version == 10;
+  head_request_ = request.method == "HEAD";
   response_status_ = 0;
   response_body_bytes_ = 0;
   response_keep_alive_ = request.keep_alive && !overflow_;
@@ -279,8 +280,12 @@ void Connection::post_response(HttpResponse response) {
                             self->response_keep_alive_);
     }
     self->response_status_ = response.status;
-    self->response_body_bytes_ = response.body.size();
-    head.append(response.body);
+    // HEAD: the head says what GET would send (Content-Length included) and no body follows; a
+    // body here would be read as the start of the next response (aiohttp: "BadStatusLine").
+    if (!self->head_request_) {
+      self->response_body_bytes_ = response.body.size();
+      head.append(response.body);
+    }
     self->enqueue(OutItem{std::move(head), 0, true});
   });
 }

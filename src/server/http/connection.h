@@ -128,6 +128,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool response_keep_alive_ = true;
   std::uint64_t response_body_bytes_ = 0;
   std::atomic<bool> http10_{false};
+  bool head_request_ = false;  // the current request is HEAD (strand only)
 
   std::deque<OutItem> out_;
   bool writing_ = false;

@@ -7,7 +7,10 @@ namespace fp4serve::http {
 
 ConnectionExchange::ConnectionExchange(std::shared_ptr<Connection> connection, HttpRequest request,
                                        std::uint64_t id)
-    : connection_(std::move(connection)), request_(std::move(request)), id_(id) {}
+    : connection_(std::move(connection)),
+      request_(std::move(request)),
+      id_(id),
+      head_(request_.method == "HEAD") {}
 
 bool ConnectionExchange::respond(HttpResponse response) {
   std::lock_guard lock(mu_);
@@ -29,7 +32,7 @@ bool ConnectionExchange::start_stream(int status, std::vector<Header> headers,
 bool ConnectionExchange::write(std::string chunk) {
   std::lock_guard lock(mu_);
   if (state_ != State::streaming || closed_) return false;
-  if (chunk.empty()) return true;
+  if (chunk.empty() || head_) return true;  // an answer to HEAD has no body (RFC 9110 9.3.2)
   std::string bytes = connection_->http10() ? std::move(chunk) : frame_chunk(chunk);
   return connection_->post_stream_bytes(std::move(bytes), false);
 }
@@ -39,7 +42,9 @@ bool ConnectionExchange::finish(std::string last_chunk) {
   if (state_ != State::streaming || closed_) return false;
   state_ = State::done;
   std::string bytes;
-  if (connection_->http10()) {
+  if (head_) {
+    // No body, not even the terminating chunk: the client reads none after a HEAD.
+  } else if (connection_->http10()) {
     bytes = std::move(last_chunk);
   } else {
     if (!last_chunk.empty()) bytes = frame_chunk(last_chunk);

@@ -42,6 +42,7 @@ class ConnectionExchange : public Exchange {
   std::shared_ptr<Connection> connection_;
   const HttpRequest request_;
   const std::uint64_t id_;
+  const bool head_;  // a HEAD request: headers as for GET, and no body bytes at all
 
   mutable std::mutex mu_;
   State state_ = State::pending;

@@ -18,6 +18,7 @@ Router::Match Router::match(std::string_view method, std::string_view path) cons
   auto p = routes_.find(path);
   if (p == routes_.end()) return m;
   auto h = p->second.find(std::string(method));
+  if (h == p->second.end()) h = p->second.find(kAnyMethod);
   if (h != p->second.end()) {
     m.handler = &h->second;
     return m;

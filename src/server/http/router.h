@@ -1,5 +1,7 @@
 // Exact (method, path) routing, with FastAPI's answers for misses: 404 for an unknown path,
-// 405 plus an Allow header when the path exists under other methods.
+// 405 plus an Allow header when the path exists under other methods. A path registered with any()
+// answers every method, as a Starlette Mount does (vLLM mounts the Prometheus app at /metrics, so
+// HEAD and POST /metrics are 200 there).
 #pragma once
 
 #include <map>
@@ -17,6 +19,9 @@ class Router {
   void add(std::string method, std::string path, Handler handler);
   void get(std::string path, Handler handler) { add("GET", std::move(path), std::move(handler)); }
   void post(std::string path, Handler handler) { add("POST", std::move(path), std::move(handler)); }
+  // Every method not registered on the path otherwise.
+  void any(std::string path, Handler handler) { add(kAnyMethod, std::move(path), std::move(handler)); }
+  static constexpr const char* kAnyMethod = "*";
 
   struct Match {
     const Handler* handler = nullptr;    // set when found

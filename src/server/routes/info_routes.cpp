@@ -91,7 +91,8 @@ void register_info_routes(http::Router& router, const ServingContext& ctx) {
   router.get("/health", [&ctx](std::shared_ptr<http::Exchange> ex) { handle_health(ctx, ex); });
   router.get("/ping", [&ctx](std::shared_ptr<http::Exchange> ex) { handle_health(ctx, ex); });
   router.post("/ping", [&ctx](std::shared_ptr<http::Exchange> ex) { handle_health(ctx, ex); });
-  router.get("/metrics", [&ctx](std::shared_ptr<http::Exchange> ex) {
+  // Any method, like vLLM's Mount of the Prometheus ASGI app: load testers probe it with HEAD.
+  router.any("/metrics", [&ctx](std::shared_ptr<http::Exchange> ex) {
     http::HttpResponse r;
     r.content_type = metrics::kPrometheusContentType;
     r.body = metrics::render_engine_metrics(ctx.engine->stats(), ctx.exposition);

@@ -45,6 +45,22 @@ TEST(HttpRouter, ExactMatchAndMisses) {
   EXPECT_EQ(router.match("get", "/v1/models").handler, nullptr) << "methods are case-sensitive";
 }
 
+TEST(HttpRouter, AnyMethodPathAnswersEveryMethodButExactOnesFirst) {
+  Router router;
+  int hit = 0;
+  router.any("/metrics", tagged(&hit, 1));
+  router.add("DELETE", "/metrics", tagged(&hit, 2));
+  for (const char* method : {"GET", "HEAD", "POST", "PROPFIND"}) {
+    auto m = router.match(method, "/metrics");
+    ASSERT_NE(m.handler, nullptr) << method;
+    (*m.handler)(nullptr);
+    EXPECT_EQ(hit, 1) << method;
+  }
+  (*router.match("DELETE", "/metrics").handler)(nullptr);
+  EXPECT_EQ(hit, 2);
+  EXPECT_FALSE(router.match("GET", "/metrics/").path_known());
+}
+
 TEST(HttpRouter, RejectsBadRoutes) {
   Router router;
   EXPECT_THROW(router.add("GET", "v1/models", [](std::shared_ptr<Exchange>) {}), std::invalid_argument);

@@ -215,6 +215,44 @@ TEST(HttpServer, HandlerExceptionBecomes500) {
   EXPECT_NE(errors[0].find("boom"), std::string::npos);
 }
 
+// RFC 9110 9.3.2: the answer to HEAD is the GET answer's head, Content-Length included, and no
+// body. Each response is followed by a pipelined GET on the same connection: a stray body byte
+// would be read as its status line.
+TEST(HttpServer, HeadIsAnsweredWithoutABody) {
+  Router router = echo_router();
+  const std::string metrics = "# HELP x\nx 1\n";
+  router.any("/metrics", [&](std::shared_ptr<Exchange> ex) { ex->respond(text_response(200, metrics)); });
+  router.any("/stream", [](std::shared_ptr<Exchange> ex) {
+    ex->start_stream();
+    ex->write("data: 1\n\n");
+    ex->finish("data: [DONE]\n\n");
+  });
+  HttpServer server(test_config(), std::move(router));
+  server.start();
+  RawClient client(server.port());
+  struct Case {
+    std::string target;
+    int status;
+    std::string content_length;
+  };
+  for (const Case& c : {Case{"/v1/models", 405, "31"}, Case{"/nope", 404, "22"},
+                        Case{"/metrics", 200, std::to_string(metrics.size())}, Case{"/stream", 200, ""}}) {
+    SCOPED_TRACE(c.target);
+    auto head = client.request("HEAD", c.target);
+    EXPECT_EQ(head.status, c.status);
+    EXPECT_EQ(head.header("content-length"), c.content_length);
+    EXPECT_TRUE(head.body.empty());
+    auto next = client.request("GET", "/health");
+    EXPECT_EQ(next.status, 200);
+    EXPECT_EQ(next.body, "");
+  }
+  EXPECT_EQ(client.request("HEAD", "/v1/models").header("allow"), "GET");
+  // The streamed answer to GET still has its body.
+  auto streamed = client.request("GET", "/stream");
+  EXPECT_EQ(streamed.body, "data: 1\n\ndata: [DONE]\n\n");
+  EXPECT_EQ(client.request("POST", "/metrics").body, metrics);  // any method, as vLLM's Mount
+}
+
 TEST(HttpServer, ExpectContinueIsAnswered) {
   HttpServer server(test_config(), echo_router());
   server.start();

@@ -56,11 +56,12 @@ class RawClient {
   ClientResponse request(const std::string& method, const std::string& target,
                          const std::string& body = {}, const std::string& extra_headers = {}) {
     send_request(method, target, body, extra_headers);
-    return read_response();
+    return read_response(method == "HEAD");
   }
 
-  // Reads one response. Throws on EOF before a complete response.
-  ClientResponse read_response() {
+  // Reads one response; an answer to HEAD has headers only. Throws on EOF before a complete
+  // response.
+  ClientResponse read_response(bool to_head = false) {
     ClientResponse r;
     std::string head = read_until("\r\n\r\n");
     std::size_t line_end = head.find("\r\n");
@@ -78,7 +79,7 @@ class RawClient {
       r.headers[name] = value;
       pos = end + 2;
     }
-    if (r.status == 100) return r;
+    if (r.status == 100 || to_head) return r;
     if (r.header("transfer-encoding") == "chunked") {
       r.chunked = true;
       for (;;) {
