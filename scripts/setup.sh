@@ -17,7 +17,7 @@ done
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 
 # 1. Debian packages (compilers, libraries, test tools).
-PKGS=(build-essential cmake ninja-build pkg-config git clang libclang-rt-14-dev
+PKGS=(build-essential cmake ninja-build pkg-config git ccache clang libclang-rt-14-dev
       libboost-dev libboost-system-dev nlohmann-json3-dev libpcre2-dev libcli11-dev libspdlog-dev
       libfmt-dev libxxhash-dev zlib1g-dev libssl-dev openssl libgtest-dev libgmock-dev libbenchmark-dev
       python3 python3-venv python3-pip)
@@ -85,8 +85,12 @@ CUDA_FLAG=-DFP4SERVE_CUDA=OFF
 if [ -x /usr/local/cuda/bin/nvcc ] && [ "${FP4SERVE_NO_CUDA:-0}" != 1 ]; then
   CUDA_FLAG=-DFP4SERVE_CUDA=ON
 fi
+# Through ccache when present: the sanitizer builds (scripts/sanitize.sh) then reuse the objects of
+# the modules they leave uninstrumented.
+LAUNCHER=()
+command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 log "building (build/, $CUDA_FLAG)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "$CUDA_FLAG" > build.configure.log 2>&1 \
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release "${LAUNCHER[@]}" "$CUDA_FLAG" > build.configure.log 2>&1 \
   || { cat build.configure.log; exit 1; }
 rm -f build.configure.log
 cmake --build build -j "$(nproc)"

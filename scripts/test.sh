@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: setup (idempotent), every ctest suite, the libFuzzer smoke run and the
-# pytest end-to-end / reference suites. This is the README's test command and what .ci/run calls.
+# Runs the whole test suite: setup (idempotent), every ctest suite, the bounded libFuzzer run
+# (scripts/fuzz.sh), the sanitizer stage (scripts/sanitize.sh) and the pytest end-to-end / reference
+# suites. This is the README's test command and what .ci/run calls.
 #   scripts/test.sh                 everything
+#   FP4SERVE_SKIP_SANITIZE=1 scripts/test.sh          without the sanitizer stage (local runs)
 #   FP4SERVE_CTEST_ARGS="-L tensor" scripts/test.sh   pass extra arguments to ctest
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,11 @@ ctest --test-dir build --output-on-failure -j "$(nproc)" -LE gpu ${FP4SERVE_CTES
 if [ -x scripts/fuzz.sh ]; then
   log "fuzz (bounded)"
   scripts/fuzz.sh
+fi
+
+if [ -x scripts/sanitize.sh ] && [ "${FP4SERVE_SKIP_SANITIZE:-0}" != 1 ]; then
+  log "sanitizers (ASan+UBSan, TSan)"
+  scripts/sanitize.sh
 fi
 
 log "pytest"

@@ -213,7 +213,7 @@ Json parse_tool_calls(const Json& calls) {
           }
           try {
             fn["arguments"] = Json::parse(text);
-          } catch (const Json::parse_error&) {
+          } catch (const Json::exception&) {  // parse_error, or out_of_range for 1e309
             throw ApiException(value_error(python_json_error(text)));
           }
         }

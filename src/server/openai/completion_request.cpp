@@ -172,6 +172,26 @@ void read_prompt(BodyReader& reader, std::vector<CompletionPrompt>& prompts) {
   sink.insert(sink.end(), all.begin(), all.end());
 }
 
+// prompt_embeds: bytes | list[bytes] | None (lax bytes take str). Any value is refused later
+// (refuse_unsupported_common); this only gives a wrongly typed one pydantic's answer.
+void read_prompt_embeds(BodyReader& reader) {
+  const Json* v = reader.raw("prompt_embeds");
+  if (!v || v->is_null() || v->is_string() || is_strict_string_list(*v)) return;
+  auto& issues = reader.issues();
+  issues.push_back({"bytes_type", {"body", "prompt_embeds", "bytes"}, "Input should be a valid bytes", *v,
+                    std::nullopt, false, std::nullopt});
+  if (!v->is_array()) {
+    issues.push_back({"list_type", {"body", "prompt_embeds", "list[bytes]"}, "Input should be a valid list", *v,
+                      std::nullopt, false, std::nullopt});
+    return;
+  }
+  for (std::size_t k = 0; k < v->size(); ++k) {
+    if ((*v)[k].is_string()) continue;
+    issues.push_back({"bytes_type", {"body", "prompt_embeds", "list[bytes]", std::to_string(k)},
+                      "Input should be a valid bytes", (*v)[k], std::nullopt, false, std::nullopt});
+  }
+}
+
 }  // namespace
 
 Json parse_json_body(std::string_view text, const char* model_class) {
@@ -188,7 +208,7 @@ Json parse_json_body(std::string_view text, const char* model_class) {
   Json body;
   try {
     body = Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range for 1e309
     // FastAPI: {'type': 'json_invalid', 'loc': ('body', e.pos), 'msg': 'JSON decode error',
     // 'input': {}, 'ctx': {'error': e.msg}}.
     const PythonJsonError err = python_json_decode_error(text, e);
@@ -236,13 +256,15 @@ CompletionRequest parse_completion_body(const Json& body, const ServerLimits& li
   req.max_tokens = reader.int_field("max_tokens").value_or(16);
   req.logprobs = reader.int_field("logprobs");
   reader.string_field("suffix");
-  reader.raw("prompt_embeds");
+  read_prompt_embeds(reader);
   reader.throw_if_issues();
   req.ignored_fields = reader.unknown_fields();
 
   // Serving: model, then what fp4serve cannot do.
   req.model_name = resolve_model_name(req.common, limits);
   refuse_unsupported_common(body, Endpoint::kCompletions);
+  // The route answers once every prompt finished: a request without one would never be answered.
+  if (req.prompts.empty()) no_prompt();
   return req;
 }
 

@@ -119,19 +119,29 @@ std::optional<PythonJsonError> python_json_decode_error(std::string_view text) {
     const auto parsed = nlohmann::ordered_json::parse(text);
     (void)parsed;
     return std::nullopt;
-  } catch (const nlohmann::ordered_json::parse_error& e) {
+  } catch (const nlohmann::ordered_json::exception& e) {  // parse_error, or out_of_range for 1e309
     return python_json_decode_error(text, e);
   }
 }
 
-PythonJsonError python_json_decode_error(std::string_view text,
-                                         const nlohmann::ordered_json::parse_error& error) {
+PythonJsonError python_json_decode_error(std::string_view text, const nlohmann::ordered_json::exception& error) {
   const std::string what = error.what();
-  const std::size_t byte = error.byte;
+  std::size_t byte = 0;
+  if (const auto* parse = dynamic_cast<const nlohmann::ordered_json::parse_error*>(&error)) {
+    byte = parse->byte;
+  } else {
+    // A number past double's range (1e309): Python's json reads it as inf, nlohmann refuses it
+    // (out_of_range.406 "number overflow parsing '1e309'", without its place). Refused as malformed
+    // at the literal's first occurrence.
+    const auto open = what.find('\''), close = what.rfind('\'');
+    if (open < close) byte = text.find(what.substr(open + 1, close - open - 1)) + 1;  // npos + 1 == 0
+  }
   PythonJsonError err;
   std::size_t at = byte > 0 ? byte - 1 : 0;  // nlohmann: 1-based index of the offending byte
   auto has = [&](const char* s) { return what.find(s) != std::string::npos; };
-  if (has("; expected end of input")) {
+  if (has("number overflow")) {
+    err.msg = "Out of range float values are not JSON compliant";  // Python's words for inf in JSON
+  } else if (has("; expected end of input")) {
     err.msg = "Extra data";
   } else if (has("while parsing object key")) {
     err.msg = "Expecting property name enclosed in double quotes";

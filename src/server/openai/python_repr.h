@@ -44,8 +44,8 @@ struct PythonJsonError {
 };
 // nullopt when the text parses.
 std::optional<PythonJsonError> python_json_decode_error(std::string_view text);
-// The same from the parse error nlohmann threw for `text` (no second parse).
-PythonJsonError python_json_decode_error(std::string_view text,
-                                         const nlohmann::ordered_json::parse_error& error);
+// The same from the error nlohmann threw parsing `text` (no second parse): a parse_error, or the
+// out_of_range it throws for a number past double's range, which Python reads as inf.
+PythonJsonError python_json_decode_error(std::string_view text, const nlohmann::ordered_json::exception& error);
 
 }  // namespace fp4serve::server::openai

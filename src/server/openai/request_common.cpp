@@ -356,7 +356,7 @@ void refuse_unsupported_common(const Json& body, Endpoint endpoint) {
     // vLLM's renderer refuses suffix for every model (no FIM support): create_error_response, a
     // plain 400 without param [vllm: renderers/online_renderer.py render_completion].
     if (is_set(body, "suffix")) throw ApiException(value_error("suffix is not currently supported"));
-    if (py_truthy(member(body, "prompt_embeds"))) {
+    if (is_set(body, "prompt_embeds")) {  // even "" or {}: without a prompt nothing would be generated
       refuse("prompt_embeds", "`prompt_embeds` is not supported by fp4serve.");
     }
   }
