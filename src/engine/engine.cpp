@@ -10,6 +10,7 @@
 #include "engine/engine_error.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
+#include "engine/prompt_twins.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/state_pool.h"
@@ -64,6 +65,9 @@ struct ParentTrack {
   bool first_token_seen = false;
   std::string last_finish_reason;
   RequestOutput pending;  // deltas gathered during the current step
+  // Set when this request computes its prompt itself and is registered in the twin index.
+  std::optional<std::uint64_t> twin_key;
+  std::string twin_id;
 };
 
 const char* kv_dtype_name(kernels::KvDtype d) { return d == kernels::KvDtype::kBf16 ? "bf16" : "fp8_e4m3"; }
@@ -116,6 +120,19 @@ struct Engine::Impl {
   }
 
   static SequenceTrack* track_of(const Request& r) { return static_cast<SequenceTrack*>(r.user_data.get()); }
+
+  // A request can be forked from while it has not produced a token, is not itself held, and its
+  // prompt, cache salt and prompt-logprobs setting are this one's (the fork hands the source's
+  // prompt logprobs over as they are).
+  bool can_fork_from(const std::string& id, std::span<const std::int32_t> prompt, std::uint64_t cache_salt_hash,
+                     const SamplingParams& params) const {
+    const Request* r = scheduler.find(id);
+    if (r == nullptr || r->finished() || r->fork_source != nullptr || r->num_output_tokens() != 0) return false;
+    if (r->cache_salt_hash != cache_salt_hash) return false;
+    const std::span<const std::int32_t> theirs = r->prompt_token_ids();
+    if (!std::equal(theirs.begin(), theirs.end(), prompt.begin(), prompt.end())) return false;
+    return track_of(*r)->params.prompt_logprobs == params.prompt_logprobs;
+  }
 
   // vLLM check_stop after max_tokens/max_model_len: min_tokens, EOS, stop token ids.
   bool stop_token_check(const Request& r) {
@@ -210,6 +227,13 @@ struct Engine::Impl {
       }
     }
     const int n = static_cast<int>(std::max<std::int64_t>(1, params.n));
+    // One prefill for identical concurrent prompts (prompt_twins.h): every sequence of this request
+    // forks from a request still computing the same prompt, when there is one.
+    const std::uint64_t twin_key = PromptTwinIndex::key(req.prompt_token_ids, req.cache_salt_hash);
+    const std::string* twin = twins.find(twin_key, [&](const std::string& id) {
+      return can_fork_from(id, req.prompt_token_ids, req.cache_salt_hash, params);
+    });
+    std::string source_id = twin ? *twin : std::string();
     const int room = info.max_model_len - parent->num_prompt_tokens;
     const int max_tokens = static_cast<int>(std::min<std::int64_t>(params.max_tokens.value_or(room), room));
     for (int i = 0; i < n; ++i) {
@@ -222,11 +246,17 @@ struct Engine::Impl {
       seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
       // Children 1 .. n-1 are held until child 0 has computed the prompt, then forked from it
-      // (scheduler.h): one prefill for the n sequences.
-      Request& r = i == 0 ? scheduler.add_request(seq->scheduler_id, req.prompt_token_ids, std::max(1, max_tokens),
-                                                  req.cache_salt_hash)
-                          : scheduler.add_fork_child(seq->scheduler_id, parent->seqs[0]->scheduler_id,
-                                                     std::max(1, max_tokens));
+      // (scheduler.h): one prefill for the n sequences (or none, when a twin computes it).
+      const bool computes_prompt = source_id.empty();
+      Request& r = computes_prompt ? scheduler.add_request(seq->scheduler_id, req.prompt_token_ids,
+                                                           std::max(1, max_tokens), req.cache_salt_hash)
+                                   : scheduler.add_fork_child(seq->scheduler_id, source_id, std::max(1, max_tokens));
+      if (computes_prompt) {
+        source_id = seq->scheduler_id;
+        twins.add(twin_key, seq->scheduler_id);
+        parent->twin_key = twin_key;
+        parent->twin_id = seq->scheduler_id;
+      }
       if (params.prompt_logprobs) {
         seq->prompt_logprobs.emplace(req.prompt_token_ids.size());
         r.prompt_logprobs_pending = true;
@@ -457,7 +487,10 @@ struct Engine::Impl {
       ++stats.requests_finished[out.error ? "error" : p.last_finish_reason];
     }
     outbox.emplace_back(p.channel, std::move(out));
-    if (finished) parents.erase(it);
+    if (finished) {
+      if (p.twin_key) twins.remove(*p.twin_key, p.twin_id);
+      parents.erase(it);
+    }
   }
 
   // Stats first, then the outputs: a consumer that sees its request finish sees stats that
@@ -494,6 +527,7 @@ struct Engine::Impl {
   std::shared_ptr<Drafter> drafter;  // null: no speculative decoding
   int num_speculative_tokens = 0;
   std::unordered_map<std::string, std::unique_ptr<ParentTrack>> parents;  // engine thread only
+  PromptTwinIndex twins;                                                    // engine thread only
   std::vector<double> stats_pending_queue;
   std::vector<std::pair<std::shared_ptr<OutputChannel>, RequestOutput>> outbox;
 

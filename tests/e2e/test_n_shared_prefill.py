@@ -1,8 +1,11 @@
 """n > 1 over the official openai client: the prompt is prefilled once and forked to the children
 (docs/ARCHITECTURE.md, "n > 1"), each choice equals a single request seeded with seed + index (how
 fp4serve and vLLM derive child seeds), and /metrics shows one prompt of local compute, the other
-children's prompt tokens as local cache hits."""
+children's prompt tokens as local cache hits. The same for separate requests with one prompt that
+arrive together (engine/prompt_twins.h)."""
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
@@ -52,3 +55,28 @@ def test_n4_streamed_chat_choices_equal_single_requests(client):
     for i in range(4):
         single = client.chat.completions.create(**{**kwargs, "seed": 5 + i}).choices[0].message.content or ""
         assert texts[i] == single, i
+
+
+def test_identical_concurrent_prompts_from_separate_requests_are_prefilled_once(client, server):
+    # The engine is held while four clients send one prompt with their own seeds, so all four are
+    # queued before its next step: the first computes the prompt, the other three fork from it.
+    prompt = f"{uuid.uuid4().hex} and {uuid.uuid4().hex} walk into a bar; the story goes on:"
+    kwargs = dict(model=MODEL, prompt=prompt, max_tokens=8, temperature=1.0, logprobs=1)
+    before = prompt_tokens_by_source(server)
+    assert requests.post(server.url + "/debug/stall?on=1", timeout=10).status_code == 200
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(client.completions.create, seed=40 + i, **kwargs) for i in range(4)]
+            time.sleep(1.0)  # the four requests reach the engine's inbox
+            assert requests.post(server.url + "/debug/stall?on=0", timeout=10).status_code == 200
+            answers = [f.result(timeout=120).choices[0] for f in futures]
+    finally:
+        requests.post(server.url + "/debug/stall?on=0", timeout=10)
+    after = prompt_tokens_by_source(server)
+    prompt_len = client.completions.create(model=MODEL, prompt=prompt, max_tokens=1).usage.prompt_tokens
+    assert after["local_compute"] - before["local_compute"] == prompt_len
+    assert after["local_cache_hit"] - before["local_cache_hit"] == 3 * prompt_len
+    for i, answer in enumerate(answers):
+        single = client.completions.create(seed=40 + i, **kwargs).choices[0]
+        assert answer.logprobs.tokens == single.logprobs.tokens, i
+        assert answer.logprobs.token_logprobs == single.logprobs.token_logprobs, i

@@ -176,6 +176,54 @@ TEST(SharedPrefill, SpeculativeDecodingKeepsTheChildrensTokens) {
   expect_no_leaks(engine);
 }
 
+// Separate requests with one prompt (prompt_twins.h): the ones that arrive while the first computes
+// it fork from it, across requests, with each its own seed, n and prompt-logprobs setting.
+TEST(SharedPrefill, IdenticalConcurrentPromptsFromSeparateRequestsArePrefilledOnce) {
+  std::mt19937 rng(31);
+  const auto prompt = random_prompt(rng, 45);
+  EngineConfig c = small_engine_config();
+  c.max_num_batched_tokens = 16;  // the first request's prefill spans three steps
+  Engine engine(tiny_model(), qwen_tokenizer(), c);
+  const Counts before = counts(engine);
+  engine.set_debug_stall(true);  // all four arrive before the first step
+  auto a = engine.submit(seeded_request("a", prompt, 1, 300));
+  auto b = engine.submit(seeded_request("b", prompt, 2, 310));
+  auto d = engine.submit(seeded_request("d", prompt, 1, 320));
+  EngineRequest other_salt = seeded_request("e", prompt, 1, 330);
+  other_salt.cache_salt_hash = 99;  // a different cache salt never shares
+  auto e = engine.submit(other_salt);
+  engine.set_debug_stall(false);
+  const Finished fa = collect(*a), fb = collect(*b, 2), fd = collect(*d), fe = collect(*e);
+  const Counts after = counts(engine);
+  EXPECT_EQ(after.computed - before.computed, 2 * 45) << "one prefill per salt";
+  EXPECT_EQ(after.forked - before.forked, 3 * 45) << "b's two sequences and d forked from a";
+  const std::vector<std::pair<const Finished*, int>> got = {{&fa, 0}, {&fb, 0}, {&fb, 1}, {&fd, 0}, {&fe, 0}};
+  const std::vector<std::int64_t> seeds = {300, 310, 311, 320, 330};
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const Finished single = collect(*engine.submit(seeded_request("s" + std::to_string(i), prompt, 1, seeds[i])));
+    expect_same_sequence(*got[i].first, got[i].second, single, 0, "sequence " + std::to_string(i));
+  }
+  expect_no_leaks(engine);
+}
+
+TEST(SharedPrefill, ATwinWithOtherPromptLogprobsComputesItsOwnPrompt) {
+  std::mt19937 rng(32);
+  const auto prompt = random_prompt(rng, 40);
+  Engine engine(tiny_model(), qwen_tokenizer(), small_engine_config());
+  const Counts before = counts(engine);
+  engine.set_debug_stall(true);
+  auto a = engine.submit(seeded_request("a", prompt, 1, 1));
+  EngineRequest with_logprobs = seeded_request("b", prompt, 1, 2);
+  with_logprobs.params.prompt_logprobs = 1;
+  auto b = engine.submit(with_logprobs);
+  engine.set_debug_stall(false);
+  collect(*a);
+  const Finished fb = collect(*b);
+  ASSERT_TRUE(fb.prompt_logprobs[0]);
+  EXPECT_EQ(counts(engine).forked - before.forked, 0);
+  expect_no_leaks(engine);
+}
+
 TEST(SharedPrefill, ManyConcurrentRequestsAndCancellationsLeakNothing) {
   std::mt19937 rng(21);
   EngineConfig c = small_engine_config();
