@@ -30,18 +30,6 @@ using Json = nlohmann::ordered_json;
 
 const ChatTemplate* g_template = nullptr;
 
-bool all_valid_utf8(const Json& j) {
-  if (j.is_string()) return tokenizer::utf8::is_valid(j.get_ref<const std::string&>());
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (!tokenizer::utf8::is_valid(it.key()) || !all_valid_utf8(it.value())) return false;
-  }
-  if (j.is_array()) {
-    for (const auto& e : j)
-      if (!all_valid_utf8(e)) return false;
-  }
-  return true;
-}
 
 const fuzz::JsonVocabulary& vocabulary() {
   static const fuzz::JsonVocabulary v = [] {
@@ -113,15 +101,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::exception& e) {
     fuzz::finding(std::string(typeid(e).name()) + " escaped: " + e.what(), input);
   }
-  if (all_valid_utf8(in) && !tokenizer::utf8::is_valid(prompt)) fuzz::finding("the prompt is not valid UTF-8", input);
+  if (fuzz::all_valid_utf8(in) && !tokenizer::utf8::is_valid(prompt)) fuzz::finding("the prompt is not valid UTF-8", input);
   return 0;
 }
 
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
-  return fuzz::mutate_json(data, size, max_size, seed, vocabulary());
-}
-
-extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* a, size_t size_a, const uint8_t* b, size_t size_b,
-                                            uint8_t* out, size_t max_out, unsigned int seed) {
-  return fuzz::crossover_json(a, size_a, b, size_b, out, max_out, seed);
-}
+FP4SERVE_FUZZ_JSON_MUTATOR(vocabulary())

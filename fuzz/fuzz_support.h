@@ -9,10 +9,28 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_files.h"
+#include "tokenizer/utf8.h"
 
 namespace fp4serve::fuzz {
+
+// All strings (keys and values) of a JSON value are valid UTF-8: a rendering of such values must be
+// valid UTF-8 too (the template targets' property).
+inline bool all_valid_utf8(const nlohmann::ordered_json& j) {
+  if (j.is_string()) return tokenizer::utf8::is_valid(j.get_ref<const std::string&>());
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!tokenizer::utf8::is_valid(it.key()) || !all_valid_utf8(it.value())) return false;
+  }
+  if (j.is_array()) {
+    for (const auto& e : j)
+      if (!all_valid_utf8(e)) return false;
+  }
+  return true;
+}
 
 // The exit status of a target that has nothing to fuzz here (scripts/fuzz.sh reports it as skipped).
 inline constexpr int kSkipExitCode = 77;

@@ -38,19 +38,6 @@ const nlohmann::ordered_json& default_values() {
   return v;
 }
 
-// All strings (keys and values) of a JSON value are valid UTF-8.
-bool all_valid_utf8(const nlohmann::ordered_json& j) {
-  if (j.is_string()) return tokenizer::utf8::is_valid(j.get_ref<const std::string&>());
-  if (j.is_object()) {
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (!tokenizer::utf8::is_valid(it.key()) || !all_valid_utf8(it.value())) return false;
-  }
-  if (j.is_array()) {
-    for (const auto& e : j)
-      if (!all_valid_utf8(e)) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -73,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::exception& e) {
     fuzz::finding(std::string(typeid(e).name()) + " escaped: " + e.what(), input);
   }
-  if (tokenizer::utf8::is_valid(source) && all_valid_utf8(values) && !tokenizer::utf8::is_valid(out))
+  if (tokenizer::utf8::is_valid(source) && fuzz::all_valid_utf8(values) && !tokenizer::utf8::is_valid(out))
     fuzz::finding("valid UTF-8 template and values rendered invalid UTF-8", input);
   return 0;
 }

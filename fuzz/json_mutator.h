@@ -39,3 +39,14 @@ std::size_t crossover_json(const uint8_t* a, std::size_t size_a, const uint8_t* 
                            uint8_t* out, std::size_t max_out, unsigned seed);
 
 }  // namespace fp4serve::fuzz
+
+// libFuzzer's custom mutator and crossover hooks of a JSON-structured target, over its vocabulary
+// (an expression giving the target's std::vector<std::string>-like word list).
+#define FP4SERVE_FUZZ_JSON_MUTATOR(vocabulary_expr)                                                          \
+  extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) { \
+    return ::fp4serve::fuzz::mutate_json(data, size, max_size, seed, (vocabulary_expr));                     \
+  }                                                                                                          \
+  extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* a, size_t size_a, const uint8_t* b,             \
+                                              size_t size_b, uint8_t* out, size_t max_out, unsigned int seed) { \
+    return ::fp4serve::fuzz::crossover_json(a, size_a, b, size_b, out, max_out, seed);                       \
+  }

@@ -308,11 +308,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size, unsigned int seed) {
-  return fuzz::mutate_json(data, size, max_size, seed, vocabulary());
-}
-
-extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* a, size_t size_a, const uint8_t* b, size_t size_b,
-                                            uint8_t* out, size_t max_out, unsigned int seed) {
-  return fuzz::crossover_json(a, size_a, b, size_b, out, max_out, seed);
-}
+FP4SERVE_FUZZ_JSON_MUTATOR(vocabulary())
