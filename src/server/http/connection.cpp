@@ -208,7 +208,6 @@ void Connection::dispatch_request() {
   HttpRequest request = to_http_request(std::move(message), remote_);
   request.path = route_path(request.path, ctx_->config.root_path);
   http10_ = request.version == 10;
-  head_request_ = request.method == "HEAD";
   response_status_ = 0;
   response_body_bytes_ = 0;
   response_keep_alive_ = request.keep_alive && !overflow_;
@@ -289,8 +288,8 @@ void Connection::run_handler(const std::shared_ptr<ConnectionExchange>& exchange
 
 // ---------------------------------------------------------------- writing (any thread -> strand)
 
-void Connection::post_response(HttpResponse response) {
-  net::post(executor_, [self = shared_from_this(), response = std::move(response)]() mutable {
+void Connection::post_response(HttpResponse response, bool head_only) {
+  net::post(executor_, [self = shared_from_this(), response = std::move(response), head_only]() mutable {
     if (self->closed_) return;
     self->response_keep_alive_ = self->response_keep_alive_ && !self->ctx_->draining;
     std::string head;
@@ -309,7 +308,7 @@ void Connection::post_response(HttpResponse response) {
     self->response_status_ = response.status;
     // HEAD: the head says what GET would send (Content-Length included) and no body follows; a
     // body here would be read as the start of the next response (aiohttp: "BadStatusLine").
-    if (!self->head_request_) {
+    if (!head_only) {
       self->response_body_bytes_ = response.body.size();
       head.append(response.body);
     }

@@ -65,8 +65,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void evict();  // make room for a newcomer: close unless a request got dispatched meanwhile
 
   // Any thread (used by ConnectionExchange). Whole response / stream head: serialized on the strand
-  // so keep-alive reflects the state when it is sent.
-  void post_response(HttpResponse response);
+  // so keep-alive reflects the state when it is sent. head_only (the answer to HEAD): the head says
+  // what the body would be, Content-Length included, and no body follows.
+  void post_response(HttpResponse response, bool head_only);
   void post_stream_head(int status, std::vector<Header> headers, std::string content_type);
   // Returns false (and schedules a slow_reader close) when the per-connection cap is exceeded.
   bool post_stream_bytes(std::string bytes, bool ends_response);
@@ -134,7 +135,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool response_keep_alive_ = true;
   std::uint64_t response_body_bytes_ = 0;
   std::atomic<bool> http10_{false};
-  bool head_request_ = false;  // the current request is HEAD (strand only)
 
   std::deque<OutItem> out_;
   bool writing_ = false;

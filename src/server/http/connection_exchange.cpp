@@ -22,7 +22,7 @@ bool ConnectionExchange::respond(HttpResponse response) {
   if (state_ != State::pending || closed_) return false;
   state_ = State::done;
   if (cors_) cors_->decorate(request_, response.headers);
-  connection_->post_response(std::move(response));
+  connection_->post_response(std::move(response), head_);
   return true;
 }
 

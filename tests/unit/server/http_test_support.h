@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/connect.hpp>
@@ -168,6 +169,16 @@ class RawClient {
   boost::asio::ip::tcp::socket socket_;
   std::string buffer_;
 };
+
+// Waits (polling) until the server has no open connection or `limit` passes; a connection is
+// unregistered just after its socket closes, so a client that saw EOF may look a moment early.
+inline std::size_t open_connections_after(const HttpServer& server, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (server.open_connections() != 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return server.open_connections();
+}
 
 inline HttpServerConfig test_config() {
   HttpServerConfig cfg;

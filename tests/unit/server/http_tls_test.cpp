@@ -220,11 +220,7 @@ TEST(HttpServerTls, AClientThatNeverHandshakesIsClosedAtTheHeadDeadline) {
   EXPECT_GE(waited, std::chrono::milliseconds(250));
   EXPECT_LT(waited, std::chrono::seconds(5));
   // The slot is given back (the close unregisters just after the socket closes).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (server.open_connections() != 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_EQ(server.open_connections(), 0u);
+  EXPECT_EQ(testing::open_connections_after(server, std::chrono::seconds(2)), 0u);
 }
 
 TEST(HttpServerTls, RequiredClientCertificatesMustBeSignedByTheCa) {
@@ -278,11 +274,7 @@ TEST(HttpServerTls, TimeoutsWorkInsideTheSession) {
     EXPECT_EQ(all.rfind("HTTP/1.1 408 Request Timeout\r\n", 0), 0u) << all;
     EXPECT_NE(all.find("Timed out reading the request head"), std::string::npos);
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-  while (server.open_connections() != 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_EQ(server.open_connections(), 0u);
+  EXPECT_EQ(testing::open_connections_after(server, std::chrono::seconds(3)), 0u);
 }
 
 TEST(HttpServerTls, RefreshServesChangedCertificatesToNewConnections) {
