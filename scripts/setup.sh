@@ -68,7 +68,10 @@ if [ -x tools/reference/fetch_tokenizers.sh ]; then
   tools/reference/fetch_tokenizers.sh
 fi
 
-# 4. Build. CUDA is compiled (not run) whenever the toolkit is present, so the toolchain stays honest.
+# 4. Libraries built from PyPI source packages (xgrammar's C++ core, for structured output).
+scripts/deps/xgrammar.sh > /dev/null
+
+# 5. Build. CUDA is compiled (not run) whenever the toolkit is present, so the toolchain stays honest.
 CUDA_FLAG=-DFP4SERVE_CUDA=OFF
 if [ -x /usr/local/cuda/bin/nvcc ] && [ "${FP4SERVE_NO_CUDA:-0}" != 1 ]; then
   CUDA_FLAG=-DFP4SERVE_CUDA=ON

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/structured/structured_output_params.h"
 #include "kernels/sampling.h"
 
 namespace fp4serve::engine {
@@ -59,6 +60,11 @@ struct SamplingParams {
   // the server (reasoning_markers.h); -1 from the client means unset.
   std::optional<int64_t> thinking_token_budget;
   std::vector<int32_t> reasoning_start_ids, reasoning_end_ids;
+  // The structured-output constraint (vLLM `structured_outputs`), validated by the server with
+  // structured_outputs_error(). With a reasoning parser the server also fills the reasoning markers
+  // above: the constraint then starts after the reasoning ends (after the end marker, or at once
+  // when the prompt closes the reasoning block itself).
+  std::optional<StructuredOutputsParams> structured_outputs;
 
   bool greedy() const { return temperature < kSamplingEps; }
   bool has_penalties() const {
