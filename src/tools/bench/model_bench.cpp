@@ -14,6 +14,7 @@
 #include "model/paged_kv_cache.h"
 #include "model/qwen3_5_moe.h"
 #include "model/state_arena.h"
+#include "tokenizer/tokenizer.h"
 
 namespace fp4serve::tools::bench {
 namespace {
@@ -197,6 +198,18 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o, std::ostream& log) 
     r.prefill_layers = layer_times(prof);
   }
 
+  std::unique_ptr<StructuredBench> structured;
+  if (!o.structured_schema.empty()) {
+    const std::string dir = o.tokenizer.empty() ? o.model : o.tokenizer;
+    std::shared_ptr<const tokenizer::Tokenizer> tok = tokenizer::Tokenizer::load(dir);
+    std::vector<int32_t> stop;
+    if (const int32_t eos = tok->token_to_id("<|im_end|>"); eos >= 0 && eos < vocab) stop.push_back(eos);
+    log << "structured output: compiling " << o.structured_schema << " against " << dir << "..." << std::endl;
+    structured = std::make_unique<StructuredBench>(o.structured_schema, tok, vocab, stop);
+    r.structured_compile_seconds = structured->compile_seconds();
+    r.structured_instance_tokens = structured->instance_tokens();
+  }
+
   for (int B : o.batches) {
     log << "decode at batch " << B << "..." << std::endl;
     constexpr int kWarmupSteps = 1;
@@ -232,6 +245,11 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o, std::ostream& log) 
     d.expected_step_bytes = expected_step_bytes(r.bytes, B);
     d.bandwidth_utilization = d.expected_step_bytes * (o.decode_steps / d.seconds) / bw;
     d.layers = layer_times(prof);
+    if (structured) {
+      const float* rows = host_logits(m.backend(), logits, host_copy);
+      std::vector<float> sample_rows(rows, rows + static_cast<std::size_t>(B) * static_cast<std::size_t>(vocab));
+      d.structured = structured->measure(B, o.decode_steps, sample_rows, m.backend());
+    }
     r.decode.push_back(d);
   }
   r.load_after = load_average_1min();

@@ -18,6 +18,7 @@
 #include "model/step_profile.h"
 #include "tools/bench/active_bytes.h"
 #include "tools/bench/roofline.h"
+#include "tools/bench/structured_bench.h"
 
 namespace CLI {
 class App;
@@ -36,6 +37,10 @@ struct ModelBenchOptions {
   uint64_t bandwidth_buffer_bytes = uint64_t{1} << 30;
   int max_num_batched_tokens = 2048;  // prefill chunk, as the engine's default token budget
   std::string json;            // write the result here too
+  // Structured output's cost per decode step (structured_bench.h): a {"schema", "instance"} file and
+  // the tokenizer directory (default: the model's).
+  std::string structured_schema;
+  std::string tokenizer;
 };
 
 // Per-step means of a profile, in milliseconds (per layer / block where it says so).
@@ -58,6 +63,8 @@ struct DecodeResult {
   double expected_step_bytes = 0;  // weights read per step with uniformly routed experts
   double bandwidth_utilization = 0;  // expected_step_bytes x steps/s / read bandwidth
   LayerTimes layers;
+  // With --structured-schema: the grammar work and the mask's extra sampling cost per step.
+  std::optional<StructuredCost> structured;
 };
 
 struct ModelBenchResult {
@@ -75,6 +82,8 @@ struct ModelBenchResult {
   double prefill_tok_s = 0;
   LayerTimes prefill_layers;  // the whole prefill (all its chunks) as one "step"
   std::vector<DecodeResult> decode;
+  double structured_compile_seconds = -1;  // the schema's compile (vocabulary built), -1 without
+  std::size_t structured_instance_tokens = 0;
 };
 
 ModelBenchResult run_model_bench(const ModelBenchOptions& options, std::ostream& log);

@@ -35,6 +35,10 @@ void add_bench_model_command(CLI::App& bench) {
                   "buffer streamed for the read bandwidth (default: 4x the last-level cache, at least 1024)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--json", o->json, "also write the results as JSON to this file");
+  cmd->add_option("--structured-schema", o->structured_schema,
+                  "also measure structured output's cost per decode step: a JSON file {\"schema\", \"instance\"} "
+                  "(bench/data/structured_order.json)");
+  cmd->add_option("--tokenizer", o->tokenizer, "tokenizer directory for --structured-schema (default: the model's)");
   cmd->callback([o, buffer_mib] {
     ModelBenchOptions opts = *o;
     opts.bandwidth_buffer_bytes =

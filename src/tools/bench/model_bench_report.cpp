@@ -49,6 +49,22 @@ void print_model_bench(const ModelBenchResult& r, std::ostream& out) {
     row(std::to_string(d.batch), fmt::format("{:.2f}", d.tok_s), fmt::format("{:.3f}", d.efficiency),
         fmt::format("{:.3f}", d.bandwidth_utilization), d.layers);
   }
+  if (r.structured_compile_seconds >= 0) {
+    out << fmt::format("structured output (schema compiled in {:.3f} s; {} document tokens replayed per sequence): "
+                       "per step, grammar = every sequence's matcher takes its token and fills its next mask "
+                       "(engine thread), op = the sampling op with minus without the masks:\n",
+                       r.structured_compile_seconds, r.structured_instance_tokens);
+    out << fmt::format("  {:>5} {:>9} {:>11} {:>12} {:>10} {:>13}\n", "batch", "ms/step", "grammar ms", "op extra ms",
+                       "overhead", "tok/s w/ mask");
+    for (const DecodeResult& d : r.decode) {
+      if (!d.structured) continue;
+      const double step = 1000.0 * d.seconds / d.steps, extra = d.structured->extra_ms_per_step();
+      out << fmt::format("  {:>5} {:>9.2f} {:>11.3f} {:>12.3f} {:>9.2f}% {:>13.2f}\n", d.batch, step,
+                         d.structured->mask_ms_per_step,
+                         d.structured->sample_masked_ms_per_step - d.structured->sample_ms_per_step,
+                         100.0 * extra / step, d.batch * 1000.0 / (step + extra));
+    }
+  }
   out << "prefill per layer kind (whole prompt):\n";
   row("P" + std::to_string(r.prompt_len), fmt::format("{:.2f}", r.prefill_tok_s), "-", "-", r.prefill_layers);
 }
@@ -83,7 +99,13 @@ std::string model_bench_json(const ModelBenchResult& r) {
                            {"expected_step_bytes", d.expected_step_bytes},
                            {"bandwidth_utilization", d.bandwidth_utilization},
                            {"layers", layers_json(d.layers)}});
+    if (d.structured) {
+      j["decode"].back()["structured"] = {{"grammar_ms_per_step", d.structured->mask_ms_per_step},
+                                          {"sample_ms_per_step", d.structured->sample_ms_per_step},
+                                          {"sample_masked_ms_per_step", d.structured->sample_masked_ms_per_step}};
+    }
   }
+  if (r.structured_compile_seconds >= 0) j["structured_compile_seconds"] = r.structured_compile_seconds;
   return j.dump(2);
 }
 
