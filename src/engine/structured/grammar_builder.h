@@ -14,6 +14,9 @@
 
 namespace fp4serve::engine {
 
+// JSON nesting levels ([ and {) a json schema may have (about 30 levels of nested objects).
+inline constexpr std::size_t kMaxSchemaNesting = 96;
+
 // A constraint xgrammar cannot build; what() is the client message.
 class GrammarSpecError : public std::runtime_error {
  public:

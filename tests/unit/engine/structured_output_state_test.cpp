@@ -219,6 +219,27 @@ TEST(StructuredOutputsError, NamesTheKindAndTheProblemWithoutATokenizer) {
   EXPECT_TRUE(structured_outputs_error(params(StructuredOutputsParams::Kind::kRegex, "a{2,1}")));
   EXPECT_TRUE(structured_outputs_error(params(StructuredOutputsParams::Kind::kChoice, "")));
   EXPECT_EQ(choice_grammar({"a\"b", "c\\d\n"}), R"(root ::= "a\"b" | "c\\d\n")");
+  // xgrammar's log prefix (time, source path) never reaches the client.
+  const auto bad_regex = structured_outputs_error(params(StructuredOutputsParams::Kind::kRegex, "((("));
+  ASSERT_TRUE(bad_regex);
+  EXPECT_EQ(bad_regex->find(".cc:"), std::string::npos) << *bad_regex;
+  EXPECT_EQ(bad_regex->find('['), std::string::npos) << *bad_regex;
+}
+
+TEST(StructuredOutputsError, ADeeplyNestedSchemaIsRefusedBeforeXgrammarSpendsSecondsOnIt) {
+  auto nested = [](int levels) {
+    std::string s;
+    for (int i = 0; i < levels; ++i) s += R"({"type":"object","properties":{"a":)";
+    s += R"({"type":"string","description":"[[[{{{"})";  // brackets inside strings do not count
+    for (int i = 0; i < levels; ++i) s += "}}";
+    return s;
+  };
+  EXPECT_FALSE(structured_outputs_error(params(StructuredOutputsParams::Kind::kJson, nested(20))));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto deep = structured_outputs_error(params(StructuredOutputsParams::Kind::kJson, nested(400)));
+  ASSERT_TRUE(deep);
+  EXPECT_NE(deep->find("nested 801 levels deep"), std::string::npos) << *deep;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
 }
 
 }  // namespace
