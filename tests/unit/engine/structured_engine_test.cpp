@@ -152,5 +152,22 @@ TEST(StructuredEngine, AConstraintThatFailsToCompileEndsTheRequestWithItsReason)
   expect_no_leaks(engine);
 }
 
+TEST(StructuredEngine, ARequestCancelledWhileItsGrammarCompilesEndsAsAborted) {
+  Engine engine(tiny_model(), qwen_tokenizer(), structured_config());
+  std::mt19937 rng(13);
+  for (int i = 0; i < 4; ++i) {
+    EngineRequest r = json_request("c" + std::to_string(i), random_prompt(rng, 8));
+    // A schema of its own, so the compile is not a cache hit.
+    r.params.structured_outputs->spec = R"({"type":"object","properties":{"k)" + std::to_string(i) +
+                                        R"(":{"type":"integer"}},"required":["k)" + std::to_string(i) + R"("]})";
+    auto ch = engine.submit(std::move(r));
+    engine.abort("c" + std::to_string(i));
+    const Finished f = collect(*ch);
+    EXPECT_EQ(f.finish_reason[0], "abort");
+    EXPECT_FALSE(f.error);
+  }
+  expect_no_leaks(engine);
+}
+
 }  // namespace
 }  // namespace fp4serve::engine
