@@ -148,7 +148,7 @@ void run_generate(const GenerateOptions& o) {
   }
   if (o.prompt.empty() == o.prompt_ids.empty()) throw std::runtime_error("give exactly one of --prompt and --prompt-ids");
   if (o.engine.threads > 0) kernels::cpu::set_num_threads(o.engine.threads);
-  auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(o.model, LoadOptions{"main", true, true}));
+  auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(resolve_model_dir(o.model, o.engine.source), LoadOptions{"main", true, true}));
   const model::Qwen35MoeModel m(ck);
   const auto tok =
       maybe_tokenizer(o.engine.tokenizer.empty() ? ck->directory() : std::filesystem::path(o.engine.tokenizer));
