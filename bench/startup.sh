@@ -24,7 +24,8 @@ one() {  # $1 label, rest: extra flags
     sleep 0.05
   done
   t1=$(date +%s.%N)
-  kill -INT $pid; wait $pid || true
+  # GNU time ignores SIGINT while it waits: signal the server itself (time's child).
+  kill -INT "$(pgrep -P $pid)"; wait $pid || true
   local rss
   rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.2f", $2 / 1048576}' "$OUT/$label.time")
   printf '%-22s /health 200 after %5.2f s, max RSS %s GiB\n' "$label" "$(echo "$t1 - $t0" | bc)" "$rss"

@@ -222,7 +222,7 @@ void run_generate(const GenerateOptions& o) {
 void register_generate(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
   auto* cmd = app.add_subcommand("generate", "run one prompt through the model offline and print tokens/s");
-  cmd->add_option("--model,-m", o->model, "model directory or Hugging Face id in the local cache")->required();
+  cmd->add_option("--model,-m", o->model, "model directory or Hugging Face id (downloaded unless HF_HUB_OFFLINE=1)")->required();
   cmd->add_option("--prompt,-p", o->prompt, "prompt text (needs the model's tokenizer.json)");
   cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids");
   cmd->add_option("--batch", o->batch, "file with one prompt per line, run through the engine (continuous batching)");

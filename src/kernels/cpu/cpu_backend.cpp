@@ -226,7 +226,7 @@ bool CpuBackend::use_weight_cache(const std::filesystem::path& file, const std::
   }
   try {
     cache_writer_ = std::make_unique<PackedWeightCacheWriter>(file, key);
-    cache_note_ = fmt::format("{} ({}): packing and writing it", file.string(), why);
+    cache_note_ = why;  // "no cache file yet", "stale: ...", ...
   } catch (const std::exception& e) {
     cache_note_ = fmt::format("not written: {}", e.what());
   }
@@ -248,9 +248,9 @@ std::string CpuBackend::finish_weight_cache() {
     std::string why;
     const auto t0 = std::chrono::steady_clock::now();
     if (cache_writer_->commit(&why)) {
-      line = fmt::format("Weight cache: wrote {} ({:.2f} GB, {:.1f} s to finish); the next start maps it instead of "
-                         "packing",
-                         cache_file_.string(), static_cast<double>(cache_writer_->bytes_written()) / 1e9,
+      line = fmt::format("Weight cache: wrote {} ({}; {:.2f} GB, {:.1f} s to finish); the next start maps it instead "
+                         "of packing",
+                         cache_file_.string(), cache_note_, static_cast<double>(cache_writer_->bytes_written()) / 1e9,
                          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     } else {
       line = "Weight cache: not written: " + why;
