@@ -19,7 +19,7 @@ log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 # 1. Debian packages (compilers, libraries, test tools).
 PKGS=(build-essential cmake ninja-build pkg-config git ccache clang libclang-rt-14-dev
       libboost-dev libboost-system-dev nlohmann-json3-dev libpcre2-dev libcli11-dev libspdlog-dev
-      libfmt-dev libxxhash-dev zlib1g-dev libssl-dev openssl libgtest-dev libgmock-dev libbenchmark-dev
+      libfmt-dev libxxhash-dev zlib1g-dev libssl-dev openssl libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
       python3 python3-venv python3-pip)
 missing=()
 for p in "${PKGS[@]}"; do

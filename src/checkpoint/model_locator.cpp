@@ -61,6 +61,8 @@ bool is_commit_hash(std::string_view s) {
   return true;
 }
 
+}  // namespace
+
 bool is_plausible_repo_id(std::string_view id) {
   if (id.empty() || id.size() > 200) return false;
   size_t slashes = 0;
@@ -75,8 +77,6 @@ bool is_plausible_repo_id(std::string_view id) {
   }
   return slashes <= 1 && id.find("..") == std::string_view::npos && id.find("--") == std::string_view::npos;
 }
-
-}  // namespace
 
 EnvLookup process_env() {
   return [](const std::string& name) -> std::optional<std::string> {
@@ -145,8 +145,7 @@ fs::path locate_model(std::string_view model, std::string_view revision, const E
     }
   }
 
-  std::string msg = "model not found (nothing is downloaded; use a local directory or a repo id already in "
-                    "the Hugging Face cache). Looked at:";
+  std::string msg = "model not found (use a local directory or a Hugging Face repo id). Looked at:";
   for (const auto& l : looked) msg += "\n  - " + l;
   throw CheckpointError(arg, msg);
 }

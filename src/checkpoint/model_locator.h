@@ -1,6 +1,7 @@
 // Resolves the MODEL argument of `fp4serve serve|generate|inspect` to a local directory. An existing
 // directory is used as is; otherwise the argument is a Hugging Face repo id ("org/name") looked up in
-// the local Hugging Face cache exactly where huggingface_hub would put it. Nothing is downloaded.
+// the local Hugging Face cache exactly where huggingface_hub would put it. Nothing is downloaded here
+// (downloading is hub/snapshot_download.h's, called by tools/model_source.h before this).
 //
 // Cache root, as huggingface_hub/constants.py computes HF_HUB_CACHE:
 //   $HF_HUB_CACHE, else $HUGGINGFACE_HUB_CACHE (legacy), else $HF_HOME/hub,
@@ -32,6 +33,9 @@ HubCacheRoot hf_hub_cache_root(const EnvLookup& env = process_env());
 
 // "org/name" -> "models--org--name" (repo_folder_name in file_download.py).
 std::string hf_repo_folder_name(std::string_view repo_id);
+
+// "org/name" or "name": letters, digits, '-', '_', '.', at most one '/', no ".." or "--".
+bool is_plausible_repo_id(std::string_view id);
 
 // Returns the model directory. Throws CheckpointError (path = the argument) listing every place
 // looked at when nothing is found.

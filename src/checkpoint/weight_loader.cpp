@@ -208,6 +208,8 @@ WeightView LoadedCheckpoint::tensor(std::string_view name) const {
   return {e.info, files_->bytes(name)};
 }
 
+void LoadedCheckpoint::touch_weight_pages(bool show_progress) const { touch_pages(*files_, plan_, show_progress); }
+
 uint64_t LoadedCheckpoint::file_bytes() const {
   uint64_t n = 0;
   for (const auto& f : files_->files()) n += f->file_size();

@@ -62,6 +62,9 @@ class LoadedCheckpoint {
   // Tensors present in the files that the text model does not use (MTP head, vision tower).
   size_t known_unused_tensors() const { return known_unused_; }
   uint64_t file_bytes() const;
+  // Reads every page of the planned tensors once (what LoadOptions::touch_pages does at open), for a
+  // caller that opened without it and then learned it needs the bytes (a packed-weight cache miss).
+  void touch_weight_pages(bool show_progress) const;
 
  private:
   LoadedCheckpoint() = default;

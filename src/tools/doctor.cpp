@@ -19,6 +19,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/weights.h"
 #include "tools/commands.h"
+#include "tools/model_source.h"
 #include "tools/doctor_host.h"
 #include "tools/preflight_checks.h"
 #include "tools/serve_transport_flags.h"
@@ -228,11 +229,10 @@ void run_doctor(DoctorArgs a) {
   if (!model.empty()) {
     // No touch_pages: only headers and configs are read, so this is fast on a 20 GB checkpoint.
     LoadOptions opts;
-    opts.revision = s.engine.revision;
     opts.touch_pages = false;
     opts.show_progress = false;
     try {
-      const LoadedCheckpoint ck = LoadedCheckpoint::open(model, opts);
+      const LoadedCheckpoint ck = LoadedCheckpoint::open(resolve_model_dir(model, s.engine.source), opts);
       s.model = model_facts(ck, s.engine.tokenizer);
       print_model(ck, s, host);
     } catch (const std::exception& e) {

@@ -12,6 +12,7 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tokenizer/tokenizer_files.h"
+#include "tools/weight_cache_setup.h"
 
 #include <nlohmann/json.hpp>
 
@@ -90,7 +91,10 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->check(CLI::PositiveNumber);
   cmd.add_option("--seed", f.seed, "seed of the generator for unseeded requests");
   cmd.add_option("--threads", f.threads, "CPU threads (default: all cores)")->check(CLI::PositiveNumber);
-  cmd.add_option("--revision", f.revision, "revision of a Hugging Face cache model id");
+  add_model_source_flags(cmd, f.source);
+  cmd.add_flag("!--no-weight-cache", f.weight_cache,
+               "pack the CPU weights at every start instead of mapping them from the packed-weight cache file "
+               "written next to the model at the first start");
 }
 
 uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
@@ -115,19 +119,44 @@ uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
   return static_cast<uint64_t>(value * mult);
 }
 
-ServingModel load_serving_model(const std::string& model_path, const EngineFlags& f) {
+ServingModel load_serving_model(const std::string& model_path, const EngineFlags& f, StartupPhases* phases) {
   ServingModel s;
+  StartupPhases own;
+  StartupPhases& ph = phases ? *phases : own;
   if (f.threads > 0) kernels::cpu::set_num_threads(f.threads);
-  auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(model_path, LoadOptions{f.revision, true, true}));
+  const std::string dir = resolve_model_dir(model_path, f.source);
+  ph.mark(dir == model_path ? "locate" : "locate/download");
+  // Headers, configs and the plan check; the weights' pages are read below only when they will be
+  // packed (a weight-cache hit never reads the packed linears from the checkpoint).
+  auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(dir, LoadOptions{"main", false, true}));
   s.checkpoint = ck;
   // The CPU backend on this machine's best tier (FP4SERVE_CPU_ISA caps it); the model co-owns it.
   auto backend = std::make_shared<kernels::cpu::CpuBackend>(kernels::cpu::active_isa());
+  bool cache_hit = false;
+  if (f.weight_cache && backend->packs_weights()) {
+    const auto file = weight_cache_file(ck->directory(), kernels::cpu::isa_name(backend->isa()));
+    const uint64_t free_bytes = free_bytes_for(file);
+    cache_hit = backend->use_weight_cache(file, checkpoint_identity(*ck));
+    if (!cache_hit && free_bytes < ck->file_bytes() + (uint64_t{1} << 30)) {
+      // Too little room for a copy of the weights: pack as before and say why nothing is written.
+      backend = std::make_shared<kernels::cpu::CpuBackend>(kernels::cpu::active_isa());
+      s.decisions.push_back(fmt::format("Weight cache: not written to {}: {:.1f} GB free, the packed weights need "
+                                        "about {:.1f} GB",
+                                        file.string(), static_cast<double>(free_bytes) / 1e9,
+                                        static_cast<double>(ck->file_bytes()) / 1e9));
+    }
+  }
+  if (!cache_hit) ck->touch_weight_pages(true);
+  ph.mark("load");
   s.model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
+  if (const std::string line = backend->finish_weight_cache(); !line.empty()) s.decisions.push_back(line);
+  ph.mark(cache_hit ? "map weights" : "pack weights");
   const std::filesystem::path tok_path = f.tokenizer.empty() ? ck->directory() : std::filesystem::path(f.tokenizer);
   s.tokenizer = load_tokenizer(tok_path);
   s.tokenizer_dir = tokenizer_directory(tok_path).string();
   const nlohmann::json tok_config = read_tokenizer_config(s.tokenizer_dir);
   s.chat_template = find_chat_template(s.tokenizer_dir, tok_config);
+  ph.mark("tokenizer");
   engine::EngineConfig& c = s.config;
   const ModelConfig& mc = ck->config();
   c.max_model_len = f.max_model_len > 0 ? f.max_model_len : static_cast<int>(mc.max_position_embeddings);

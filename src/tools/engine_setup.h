@@ -12,6 +12,8 @@
 #include "engine/engine.h"
 #include "model/qwen3_5_moe.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/model_source.h"
+#include "tools/startup_phases.h"
 
 namespace CLI {
 class App;
@@ -32,7 +34,8 @@ struct EngineFlags {
   int num_gpu_blocks_override = 0;
   uint64_t seed = 0;
   int threads = 0;
-  std::string revision = "main";
+  ModelSourceFlags source;       // --revision, --download-dir
+  bool weight_cache = true;      // --no-weight-cache: pack at every start, write no cache file
 };
 
 // Registers the flags above on a subcommand.
@@ -53,6 +56,9 @@ struct ServingModel {
 
 // Loads everything and resolves the flags (kv dtype auto -> the checkpoint's FP8 KV when it has
 // one, as vLLM; cache memory default; threads). Throws with the file or flag named.
-ServingModel load_serving_model(const std::string& model_path, const EngineFlags& flags);
+// `phases`, when given, gets the load's phases (locate or download, load, pack or map weights,
+// tokenizer).
+ServingModel load_serving_model(const std::string& model_path, const EngineFlags& flags,
+                                StartupPhases* phases = nullptr);
 
 }  // namespace fp4serve::tools

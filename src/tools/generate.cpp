@@ -148,7 +148,7 @@ void run_generate(const GenerateOptions& o) {
   }
   if (o.prompt.empty() == o.prompt_ids.empty()) throw std::runtime_error("give exactly one of --prompt and --prompt-ids");
   if (o.engine.threads > 0) kernels::cpu::set_num_threads(o.engine.threads);
-  auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(o.model, LoadOptions{"main", true, true}));
+  auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(resolve_model_dir(o.model, o.engine.source), LoadOptions{"main", true, true}));
   const model::Qwen35MoeModel m(ck);
   const auto tok =
       maybe_tokenizer(o.engine.tokenizer.empty() ? ck->directory() : std::filesystem::path(o.engine.tokenizer));
@@ -222,7 +222,7 @@ void run_generate(const GenerateOptions& o) {
 void register_generate(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
   auto* cmd = app.add_subcommand("generate", "run one prompt through the model offline and print tokens/s");
-  cmd->add_option("--model,-m", o->model, "model directory or Hugging Face id in the local cache")->required();
+  cmd->add_option("--model,-m", o->model, "model directory or Hugging Face id (downloaded unless HF_HUB_OFFLINE=1)")->required();
   cmd->add_option("--prompt,-p", o->prompt, "prompt text (needs the model's tokenizer.json)");
   cmd->add_option("--prompt-ids", o->prompt_ids, "prompt as comma-separated token ids");
   cmd->add_option("--batch", o->batch, "file with one prompt per line, run through the engine (continuous batching)");

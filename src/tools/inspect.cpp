@@ -11,6 +11,7 @@
 #include "checkpoint/tensor_plan.h"
 #include "checkpoint/weight_loader.h"
 #include "tools/commands.h"
+#include "tools/model_source.h"
 
 namespace fp4serve::tools {
 namespace {
@@ -80,10 +81,8 @@ void print_modules(const ModelConfig& c, const TensorPlan& plan) {
   }
 }
 
-void run_inspect(const std::string& model, const std::string& revision) {
-  LoadOptions opts;
-  opts.revision = revision;
-  const LoadedCheckpoint ck = LoadedCheckpoint::open(model, opts);
+void run_inspect(const std::string& model, const ModelSourceFlags& source) {
+  const LoadedCheckpoint ck = LoadedCheckpoint::open(resolve_model_dir(model, source), LoadOptions{});
   const ModelConfig& c = ck.config();
   std::printf("model: %s\n", ck.directory().c_str());
   std::printf("architecture: %s (model_type %s, text %s, layout %s)\n", c.architecture.c_str(), c.model_type.c_str(),
@@ -116,10 +115,10 @@ void run_inspect(const std::string& model, const std::string& revision) {
 void register_inspect(CLI::App& app) {
   auto* cmd = app.add_subcommand("inspect", "describe a checkpoint: layers, formats, bytes, KV and state sizes");
   auto model = std::make_shared<std::string>();
-  auto revision = std::make_shared<std::string>("main");
-  cmd->add_option("MODEL", *model, "model directory or Hugging Face id in the local cache")->required();
-  cmd->add_option("--revision", *revision, "revision of a cached Hugging Face model");
-  cmd->callback([model, revision] { run_inspect(*model, *revision); });
+  auto source = std::make_shared<ModelSourceFlags>();
+  cmd->add_option("MODEL", *model, "model directory or Hugging Face id (downloaded unless HF_HUB_OFFLINE=1)")->required();
+  add_model_source_flags(*cmd, *source);
+  cmd->callback([model, source] { run_inspect(*model, *source); });
 }
 
 }  // namespace fp4serve::tools

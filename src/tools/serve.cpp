@@ -75,6 +75,7 @@ std::string read_chat_template_arg(const std::string& arg) {
 }
 
 void run_serve(ServeArgs a) {
+  StartupPhases phases;  // logged once the server listens
   if (!a.model_positional.empty() && !a.model_flag.empty() && a.model_positional != a.model_flag)
     throw std::runtime_error("give the model once: as MODEL or as --model, not two different ones");
   // Every known-bad configuration (preflight_checks.h; `fp4serve doctor` prints the same verdicts).
@@ -105,7 +106,7 @@ void run_serve(ServeArgs a) {
     if (a.served_model_names.empty()) a.served_model_names.push_back("fp4serve-demo");
     if (a.engine.max_model_len == 0) a.engine.max_model_len = 8192;
   }
-  ServingModel sm = load_serving_model(model, a.engine);
+  ServingModel sm = load_serving_model(model, a.engine, &phases);
   if (!demo) {
     preflight.model = model_facts(*sm.checkpoint, a.engine.tokenizer);
     enforce_preflight(preflight, host);  // model, tokenizer and cache-plan rules
@@ -114,6 +115,7 @@ void run_serve(ServeArgs a) {
   sm.config.max_waiting_requests = a.max_waiting_requests;
   engine::Engine eng(sm.model, sm.tokenizer, sm.config);
   for (const std::string& l : eng.info().cache.log_lines) spdlog::info("{}", l);
+  phases.mark("cache plan");
 
   server::ServingContext ctx;
   ctx.engine = &eng;
@@ -203,6 +205,8 @@ void run_serve(ServeArgs a) {
   http::TerminationSignals signals;
   http::HttpServer srv(hc, std::move(router));
   srv.start();
+  phases.mark("server");
+  spdlog::info("{}", phases.line());
   spdlog::info("Serving {} ({}) on {} — max_model_len {}, max_num_seqs {}", ctx.limits.served_model_names.front(),
                demo ? "built-in demo model, random weights" : model, srv.listen_address(), eng.info().max_model_len,
                eng.info().max_num_seqs);

@@ -14,6 +14,7 @@
 #include "kernels/activation.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/packed_weight_cache.h"
 #include "kernels/cpu/sampling_cpu.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/thread_scratch.h"
@@ -164,9 +165,17 @@ WeightView CpuBackend::prepared_view(const WeightView& w, const ReleaseSource& r
     return int4_.back().view();
   }
   if (!pack_ || !packable(w)) return w;
-  if (!arena_) arena_ = std::make_unique<PanelArena>();
   const auto t0 = std::chrono::steady_clock::now();
-  packed_.push_back(pack_weight(w, arena_.get()));
+  PackedWeight cached;
+  if (cache_reader_ && !cache_stale_ && cache_reader_->take(static_cast<size_t>(packed_linears_), w, cached)) {
+    packed_.push_back(std::move(cached));  // panels in the cache file's mapping: nothing to pack
+    ++cache_hits_;
+  } else {
+    if (cache_reader_) cache_stale_ = true;  // entries out of step with the model: rebuilt next start
+    if (!arena_) arena_ = std::make_unique<PanelArena>();
+    packed_.push_back(pack_weight(w, arena_.get()));
+    if (cache_writer_) cache_writer_->add(packed_.back());
+  }
   pack_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   packed_bytes_ += packed_.back().size_bytes();
   ++packed_linears_;
@@ -204,8 +213,61 @@ MoeHandle CpuBackend::prepare_moe(const MoeWeights& moe, const ReleaseSource& re
 
 TensorView CpuBackend::prepare_tensor(const TensorView& host) { return host; }
 
+bool CpuBackend::use_weight_cache(const std::filesystem::path& file, const std::string& identity) {
+  std::lock_guard lock(mu_);
+  if (!pack_) return false;
+  cache_file_ = file;
+  const std::string key = fmt::format("{}\ntier={}\npanel-format={}", identity, isa_name(isa_), kPackedWeightCacheVersion);
+  std::string why;
+  cache_reader_ = PackedWeightCacheReader::open(file, key, &why);
+  if (cache_reader_) {
+    cache_note_ = fmt::format("mapped from {}", file.string());
+    return true;
+  }
+  try {
+    cache_writer_ = std::make_unique<PackedWeightCacheWriter>(file, key);
+    cache_note_ = why;  // "no cache file yet", "stale: ...", ...
+  } catch (const std::exception& e) {
+    cache_note_ = fmt::format("not written: {}", e.what());
+  }
+  return false;
+}
+
+std::string CpuBackend::finish_weight_cache() {
+  std::lock_guard lock(mu_);
+  if (cache_file_.empty()) return "";
+  std::string line;
+  if (cache_reader_) {
+    line = fmt::format("Weight cache: {} of {} packed linears {}", cache_hits_, packed_linears_, cache_note_);
+    if (cache_stale_ || cache_hits_ != static_cast<int64_t>(cache_reader_->size())) {
+      std::error_code ec;
+      std::filesystem::remove(cache_file_, ec);  // the mapping stays valid; the next start rebuilds it
+      line += "; its entries did not match this model, so it was removed and is rebuilt at the next start";
+    }
+  } else if (cache_writer_) {
+    std::string why;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (cache_writer_->commit(&why)) {
+      line = fmt::format("Weight cache: wrote {} ({}; {:.2f} GB, {:.1f} s to finish); the next start maps it instead "
+                         "of packing",
+                         cache_file_.string(), cache_note_, static_cast<double>(cache_writer_->bytes_written()) / 1e9,
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    } else {
+      line = "Weight cache: not written: " + why;
+    }
+    cache_writer_.reset();
+  } else {
+    line = "Weight cache: " + cache_note_;
+  }
+  return line;
+}
+
 std::string CpuBackend::weights_summary() const {
   if (packed_linears_ == 0) return fmt::format("CPU weights: read in place ({} tier has no panel kernels)", isa_name(isa_));
+  if (cache_hits_ == packed_linears_)
+    return fmt::format("CPU weights: {} linears in 16-row panels for the {} kernels mapped from the weight cache "
+                       "({:.2f} GB, {:.2f} s, nothing packed)",
+                       packed_linears_, isa_name(isa_), static_cast<double>(packed_bytes_) / 1e9, pack_seconds_);
   return fmt::format("CPU weights: {} linears packed at load into 16-row panels for the {} kernels ({:.2f} GB, {:.1f} s)",
                      packed_linears_, isa_name(isa_), static_cast<double>(packed_bytes_) / 1e9, pack_seconds_);
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <deque>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,6 +26,9 @@
 #include "kernels/cpu/packed_weight.h"
 
 namespace fp4serve::kernels::cpu {
+
+class PackedWeightCacheReader;  // packed_weight_cache.h
+class PackedWeightCacheWriter;
 
 class CpuBackend final : public Backend {
  public:
@@ -37,6 +41,16 @@ class CpuBackend final : public Backend {
   int64_t packed_linears() const { return packed_linears_; }
   int64_t packed_bytes() const { return packed_bytes_; }
   double pack_seconds() const { return pack_seconds_; }
+  bool packs_weights() const { return pack_; }
+
+  // Packed-weight cache (packed_weight_cache.h), set before the first prepare_*: when `file` holds
+  // panels for `identity` (the checkpoint's identity; the tier and the format version are added
+  // here) they are mapped from it instead of packed, else the panels packed at load are written to
+  // it. Returns true on a hit. Tiers without panel kernels ignore it (false).
+  bool use_weight_cache(const std::filesystem::path& file, const std::string& identity);
+  // After the last prepare_*: commits a written cache (temp file + rename), or removes a file whose
+  // entries did not match. Returns a line for the start-up log ("" when no cache was set).
+  std::string finish_weight_cache();
 
   Device device() const override { return Device::kCpu; }
   std::string describe() const override;
@@ -90,6 +104,12 @@ class CpuBackend final : public Backend {
   std::deque<MoeWeights> moes_;             // what MoeHandle::impl points to
   std::deque<PackedWeight> packed_;         // panels the views point into
   std::deque<Int4Packed> int4_;             // repacked INT4 the views point into
+  std::unique_ptr<PackedWeightCacheReader> cache_reader_;
+  std::unique_ptr<PackedWeightCacheWriter> cache_writer_;
+  std::filesystem::path cache_file_;
+  std::string cache_note_;  // why the cache was (not) used, for the log
+  int64_t cache_hits_ = 0;
+  bool cache_stale_ = false;
   int64_t packed_linears_ = 0;
   int64_t packed_bytes_ = 0;
   double pack_seconds_ = 0;
