@@ -17,6 +17,10 @@
 #include "engine/state_snapshot_store.h"
 #include "engine/step_sampling.h"
 #include "engine/stop_strings.h"
+#include "engine/structured/grammar_compiler.h"
+#include "engine/structured/structured_output_state.h"
+#include "engine/structured/structured_rows.h"
+#include "kernels/reasoning_budget.h"
 #include "model/paged_kv_cache.h"
 #include "model/state_arena.h"
 
@@ -48,6 +52,16 @@ struct SequenceTrack {
   Clock::time_point last_token_time{};
   // prompt_logprobs: filled from the prefill's rows, handed out with the first token.
   std::optional<PromptLogprobs> prompt_logprobs;
+  // Structured output: the grammar's progress over this sequence (null: unconstrained).
+  std::unique_ptr<StructuredOutputState> structured;
+};
+
+// A request whose structured-output grammar is compiling (vLLM's WAITING_FOR_FSM): admitted to the
+// scheduler once the compile finishes, so a new schema never holds up the running batch.
+struct GrammarWait {
+  EngineRequest request;
+  std::shared_ptr<OutputChannel> channel;
+  CompileFuture grammar;
 };
 
 struct ParentTrack {
@@ -162,8 +176,9 @@ struct Engine::Impl {
         const bool busy = scheduler.has_unfinished_requests() && !debug_stall.load();
         if (!busy) {
           wake.wait_for(lock, std::chrono::milliseconds(50),
-                        [&] { return !inbox.empty() || !abort_inbox.empty() || stop_hard; });
+                        [&] { return !inbox.empty() || !abort_inbox.empty() || stop_hard || grammar_ready; });
         }
+        grammar_ready = false;
         incoming.swap(inbox);
         aborts.swap(abort_inbox);
         hard_stop = stop_hard;
@@ -175,7 +190,7 @@ struct Engine::Impl {
           channel = channels_pending.at(r.id);
           channels_pending.erase(r.id);
         }
-        if (parents.count(r.id)) {
+        if (parents.count(r.id) || waiting_for_grammar(r.id)) {
           RequestOutput out;
           out.request_id = r.id;
           out.finished = true;
@@ -183,14 +198,25 @@ struct Engine::Impl {
           channel->push(std::move(out));
           continue;
         }
+        if (r.params.structured_outputs) {
+          CompileFuture grammar = grammar_compiler().compile(*r.params.structured_outputs);
+          grammar_waits.push_back(GrammarWait{std::move(r), std::move(channel), std::move(grammar)});
+          continue;
+        }
         admit(std::move(r), std::move(channel));
       }
-      for (const std::string& id : aborts) abort_parent(id, std::nullopt);
-      if (!incoming.empty() || !aborts.empty()) publish(true);
+      for (const std::string& id : aborts) {
+        abort_grammar_wait(id, std::nullopt);
+        abort_parent(id, std::nullopt);
+      }
+      const bool compiled = admit_compiled();
+      if (!incoming.empty() || !aborts.empty() || compiled) publish(true);
       if (hard_stop) {
         std::vector<std::string> ids;
         for (const auto& [id, _] : parents) ids.push_back(id);
         for (const std::string& id : ids) abort_parent(id, std::string("server shutting down"), /*shutdown=*/true);
+        while (!grammar_waits.empty())
+          abort_grammar_wait(grammar_waits.front().request.id, std::string("server shutting down"), true);
         publish(false);
         return;
       }
@@ -212,7 +238,8 @@ struct Engine::Impl {
     }
   }
 
-  void admit(EngineRequest req, std::shared_ptr<OutputChannel> channel) {
+  void admit(EngineRequest req, std::shared_ptr<OutputChannel> channel,
+             std::shared_ptr<const xgrammar::CompiledGrammar> grammar = nullptr) {
     auto parent = std::make_unique<ParentTrack>();
     parent->id = req.id;
     parent->channel = std::move(channel);
@@ -245,6 +272,7 @@ struct Engine::Impl {
       seq->sampling = sampler.options_for(seq->params, req.prompt_token_ids);
       seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
+      if (grammar) seq->structured = make_structured_state(grammar, params, req.prompt_token_ids);
       // Children 1 .. n-1 are held until child 0 has computed the prompt, then forked from it
       // (scheduler.h): one prefill for the n sequences (or none, when a twin computes it).
       const bool computes_prompt = source_id.empty();
@@ -268,8 +296,151 @@ struct Engine::Impl {
     parent->unfinished = n;
     parent->n = n;
     parent->max_tokens = std::max(1, max_tokens);
+    ParentTrack& admitted = *parent;
     parents.emplace(parent->id, std::move(parent));
+    // A grammar that admits nothing at all (not even its end) ends the request before it runs.
+    bool dead = false;
+    for (auto& seq : admitted.seqs) {
+      if (seq->structured && seq->structured->advance({}) == StructuredOutputState::Progress::kDeadEnd) {
+        end_by_grammar(admitted, *seq, "the structured-output grammar admits no token at all");
+        dead = true;
+      }
+    }
+    if (dead) flush_parent(parents.find(admitted.id), Clock::now());
   }
+
+  // ---- structured output ----
+  GrammarCompiler& grammar_compiler() {
+    if (!grammars) {
+      // Made on first use: serving without structured output never builds the grammar vocabulary.
+      grammars = std::make_unique<GrammarCompiler>(
+          [this] {
+            GrammarVocabulary v;
+            v.logits_size = static_cast<int>(info.vocab_size);
+            v.token_bytes.reserve(static_cast<std::size_t>(info.valid_vocab_size));
+            for (std::int64_t id = 0; id < info.valid_vocab_size; ++id)
+              v.token_bytes.push_back(tok->token_bytes(static_cast<std::int32_t>(id)));
+            for (std::int64_t id : sampler.config().eos_token_ids)
+              if (id >= 0 && id < info.vocab_size) v.stop_token_ids.push_back(static_cast<std::int32_t>(id));
+            return v;
+          },
+          /*cache_capacity=*/256,
+          [this] {
+            {
+              std::lock_guard lock(inbox_mutex);
+              grammar_ready = true;
+            }
+            wake.notify_one();
+          });
+    }
+    return *grammars;
+  }
+
+  std::unique_ptr<StructuredOutputState> make_structured_state(std::shared_ptr<const xgrammar::CompiledGrammar> grammar,
+                                                               const SamplingParams& params,
+                                                               std::span<const std::int32_t> prompt) {
+    // Where the prompt leaves the reasoning (the thinking budget's prompt summary): inside an open
+    // block, the constraint waits for the end marker.
+    kernels::ReasoningBudget markers;
+    markers.start_ids = params.reasoning_start_ids;
+    markers.end_ids = params.reasoning_end_ids;
+    bool in_reasoning = false;
+    if (!markers.start_ids.empty() && !markers.end_ids.empty()) {
+      kernels::summarize_prompt(markers, prompt);
+      in_reasoning = markers.prompt_in_block;
+    }
+    return std::make_unique<StructuredOutputState>(std::move(grammar), info.vocab_size, params.reasoning_end_ids,
+                                                   in_reasoning);
+  }
+
+  bool waiting_for_grammar(const std::string& id) const {
+    return std::any_of(grammar_waits.begin(), grammar_waits.end(), [&](const GrammarWait& w) { return w.request.id == id; });
+  }
+
+  // Admits every request whose grammar has compiled; a failed compile ends the request with its error.
+  bool admit_compiled() {
+    bool any = false;
+    for (auto it = grammar_waits.begin(); it != grammar_waits.end();) {
+      if (it->grammar.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+        ++it;
+        continue;
+      }
+      GrammarWait w = std::move(*it);
+      it = grammar_waits.erase(it);
+      any = true;
+      const CompiledConstraint& c = w.grammar.get();
+      if (!c.grammar) {
+        RequestOutput out;
+        out.request_id = w.request.id;
+        out.finished = true;
+        out.error = c.error;
+        outbox.emplace_back(w.channel, std::move(out));
+        continue;
+      }
+      admit(std::move(w.request), std::move(w.channel), c.grammar);
+    }
+    return any;
+  }
+
+  void abort_grammar_wait(const std::string& id, std::optional<std::string> error, bool shutdown = false) {
+    for (auto it = grammar_waits.begin(); it != grammar_waits.end(); ++it) {
+      if (it->request.id != id) continue;
+      RequestOutput out;
+      out.request_id = id;
+      out.finished = true;
+      out.error = std::move(error);
+      out.error_is_shutdown = shutdown;
+      const int n = static_cast<int>(std::max<std::int64_t>(1, it->request.params.n));
+      for (int i = 0; i < n; ++i) {
+        SequenceDelta d;
+        d.index = i;
+        d.finish_reason = "abort";
+        out.deltas.push_back(std::move(d));
+      }
+      outbox.emplace_back(it->channel, std::move(out));
+      grammar_waits.erase(it);
+      return;
+    }
+  }
+
+  // Ends a sequence the grammar cannot continue (vLLM's finish_reason "error"): nothing is sampled
+  // from an empty distribution, and the client is told why.
+  void end_by_grammar(ParentTrack& p, SequenceTrack& seq, const std::string& why) {
+    spdlog::warn("request {}: {}; finishing it with finish_reason \"error\"", seq.scheduler_id, why);
+    scheduler.abort_request(seq.scheduler_id);
+    finish_sequence(p, seq, "error", why);
+    SequenceDelta d;
+    d.index = seq.index;
+    d.finish_reason = "error";
+    d.stop_reason = why;
+    if (!p.pending.deltas.empty() && p.pending.deltas.back().index == d.index) {
+      p.pending.deltas.back().finish_reason = d.finish_reason;
+      p.pending.deltas.back().stop_reason = d.stop_reason;
+    } else {
+      p.pending.deltas.push_back(std::move(d));
+    }
+  }
+
+  // After a step's tokens: each constrained sequence's matcher takes them and computes its next mask.
+  void advance_structured(std::span<const StepResult> results) {
+    for (const StepResult& res : results) {
+      SequenceTrack& seq = *track_of(*res.request);
+      if (!seq.structured || seq.finished) continue;
+      if (seq.structured->tokens_seen() == res.request->output_token_ids().size()) continue;
+      switch (seq.structured->advance(res.request->output_token_ids())) {
+        case StructuredOutputState::Progress::kOk:
+          break;
+        case StructuredOutputState::Progress::kRejected:
+          end_by_grammar(*seq.parent, seq, "a token outside the structured-output grammar was generated");
+          break;
+        case StructuredOutputState::Progress::kDeadEnd:
+          end_by_grammar(*seq.parent, seq, "the structured-output grammar cannot be continued by any token");
+          break;
+      }
+    }
+  }
+
+  static StructuredOutputState* structured_of(const Request& r) { return track_of(r)->structured.get(); }
 
   // Client cancel (error empty) or engine-side end (error set): every unfinished sequence ends with
   // "abort" and the channel gets the final output.
@@ -322,9 +493,14 @@ struct Engine::Impl {
         });
     // One row per sampling request, or 1 + d rows for a request verifying d drafts (step_sampling.h).
     step_sampling.add_rows(out, logits.dim(0), sampler, [](const Request& r) { return &track_of(r)->sampling; });
+    structured_rows.apply(out, step_sampling, sampler, structured_of, info.vocab_size);
     std::vector<SampleOutput> sampled = sampler.sample_step(logits);
-    const std::span<const std::int32_t> fork_tokens =
-        step_sampling.sample_forks(out, logits, sampler, [](const Request& r) { return &track_of(r)->sampling; });
+    const std::span<const std::int32_t> fork_tokens = step_sampling.sample_forks(
+        out, logits, sampler, [](const Request& r) { return &track_of(r)->sampling; },
+        [](const Request& r) {
+          const StructuredOutputState* st = structured_of(r);
+          return st && st->constrained() ? st->mask() : std::span<const std::int32_t>();
+        });
     share_prompt_logprobs(out);
     const int step_tokens = out.total_num_scheduled_tokens;
     const std::vector<StepResult>& results =
@@ -344,8 +520,12 @@ struct Engine::Impl {
       on_token(seq, *res.request, res, sample, now);
       if (std::find(touched.begin(), touched.end(), &p) == touched.end()) touched.push_back(&p);
     }
+    advance_structured(results);
     for (ParentTrack* p : touched) flush_parent(parents.find(p->id), now);
-    if (drafter) propose_drafts(*drafter, num_speculative_tokens, info.vocab_size, scheduler.running());
+    if (drafter) {
+      propose_drafts(*drafter, num_speculative_tokens, info.vocab_size, scheduler.running());
+      StructuredRows::cut_drafts(scheduler.running(), structured_of);
+    }
     {
       std::lock_guard lock(stats_mutex);
       stats.iteration_tokens.observe(step_tokens);
@@ -530,6 +710,8 @@ struct Engine::Impl {
   PromptTwinIndex twins;                                                    // engine thread only
   std::vector<double> stats_pending_queue;
   std::vector<std::pair<std::shared_ptr<OutputChannel>, RequestOutput>> outbox;
+  std::deque<GrammarWait> grammar_waits;  // engine thread only
+  StructuredRows structured_rows;
 
   // Inbox (any thread).
   std::mutex inbox_mutex;
@@ -539,6 +721,7 @@ struct Engine::Impl {
   std::unordered_map<std::string, std::shared_ptr<OutputChannel>> channels_pending;  // under inbox_mutex
   bool accepting = true;
   bool stop_hard = false;
+  bool grammar_ready = false;  // a compile finished since the engine last looked
   std::atomic<bool> debug_stall{false};
 
   // Lock order: inbox_mutex before stats_mutex (submit() reads the waiting count under the inbox
@@ -547,6 +730,8 @@ struct Engine::Impl {
   EngineStats stats;
 
   std::thread thread;
+  // Last member: destroyed first, so its worker never calls back into a half-destroyed engine.
+  std::unique_ptr<GrammarCompiler> grammars;
 };
 
 Engine::Engine(std::shared_ptr<const model::Qwen35MoeModel> model, std::shared_ptr<const tokenizer::Tokenizer> tok,

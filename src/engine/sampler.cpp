@@ -76,6 +76,12 @@ void Sampler::add_row(const kernels::SamplingOptions& options, std::span<const i
   rows_.push_back(row);
 }
 
+void Sampler::set_row_bitmask(std::size_t row, std::span<const int32_t> bitmask) {
+  if (row >= rows_.size())
+    throw EngineLogicError("sampler: bitmask for row " + std::to_string(row) + " of " + std::to_string(rows_.size()));
+  rows_[row].token_bitmask = bitmask;
+}
+
 std::vector<SampleOutput> Sampler::sample_step(const kernels::TensorView& logits) {
   // Every row's top-N room, back to back; the spans are set once the storage has its size.
   std::size_t top_total = 0;

@@ -63,6 +63,11 @@ class Sampler {
   void add_row(const kernels::SamplingOptions& options, std::span<const int32_t> prompt_ids,
                std::span<const int32_t> output_ids);
   std::vector<SampleOutput> sample_step(const kernels::TensorView& logits);
+  // Structured output: the grammar bitmask of the row-th row added since the last sample_step
+  // (kernels::SampleRow::token_bitmask); it must stay valid until then. EngineLogicError for a row
+  // not added yet.
+  void set_row_bitmask(std::size_t row, std::span<const int32_t> bitmask);
+  std::size_t pending_rows() const { return rows_.size(); }
 
   // One output per input, in order. Throws EngineLogicError (before sampling anything) for a row
   // of the wrong length or a missing params pointer.

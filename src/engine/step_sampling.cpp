@@ -62,7 +62,8 @@ void StepSampling::build(const SchedulerOutput& step, std::span<float> logits, s
 }
 
 std::span<const std::int32_t> StepSampling::sample_forks(const SchedulerOutput& step, const kernels::TensorView& logits,
-                                                         Sampler& sampler, const OptionsOf& options_of) {
+                                                         Sampler& sampler, const OptionsOf& options_of,
+                                                         const MaskOf& mask_of) {
   fork_outputs_.clear();
   fork_tokens_.clear();
   first_fork_.assign(step.scheduled.size(), -1);
@@ -74,6 +75,9 @@ std::span<const std::int32_t> StepSampling::sample_forks(const SchedulerOutput& 
     const kernels::TensorView row = logits.rows(first_row_[i], 1);
     for (const Request* child : s.fork_children) {
       sampler.add_row(*options_of(*child), child->prompt_token_ids(), child->output_token_ids());
+      if (mask_of) {
+        if (const std::span<const std::int32_t> mask = mask_of(*child); !mask.empty()) sampler.set_row_bitmask(0, mask);
+      }
       std::vector<SampleOutput> out = sampler.sample_step(row);
       fork_tokens_.push_back(out.front().token);
       fork_outputs_.push_back(std::move(out.front()));

@@ -56,8 +56,11 @@ class StepSampling {
   // from the same row. One op call per child: the op edits a row in place while it samples it (and
   // restores it), so two rows of one call must not share memory. Returns the tokens in
   // update_from_emitted's fork order.
+  // A child with structured output gets its own first-token mask from mask_of (empty: none).
+  using MaskOf = std::function<std::span<const std::int32_t>(const Request&)>;
   std::span<const std::int32_t> sample_forks(const SchedulerOutput& step, const kernels::TensorView& logits,
-                                             Sampler& sampler, const OptionsOf& options_of);
+                                             Sampler& sampler, const OptionsOf& options_of,
+                                             const MaskOf& mask_of = {});
   // The sample behind a StepResult of a fork child (its scheduled_index and fork_index).
   SampleOutput& fork_output(int scheduled_index, int fork_index) {
     return fork_outputs_.at(static_cast<std::size_t>(first_fork_.at(static_cast<std::size_t>(scheduled_index)) + fork_index));

@@ -1,6 +1,6 @@
 // The sampling op of the backend seam (Backend::sample): one token per logits row, with vLLM V1's
 // semantics and order (vllm/v1/sample/sampler.py):
-//   raw logits -> [logprobs of the raw logits, logprobs_mode "raw_logprobs": the top-N, or the
+//   raw logits -> grammar bitmask (structured output) -> [logprobs of these logits, logprobs_mode "raw_logprobs": the top-N, or the
 //   logprob_token_ids' when the request names them]
 //   -> allowed_token_ids mask -> bad_words -> min_tokens mask -> logit_bias
 //   -> repetition/frequency/presence penalties -> thinking budget (the forced end-of-reasoning
@@ -114,6 +114,11 @@ struct SampleRow {
   std::span<const int32_t> output_ids;  // generated so far; its size is the output position
   // Room for the top-N logprobs when options->logprobs is set (at least top_entries() entries).
   std::span<TokenLogprob> top;
+  // Structured output: a token may be drawn only when its bit is set (bit t of word t / 32; words
+  // cover the whole logits row; xgrammar's layout). Empty: no grammar. Applied to the raw logits
+  // before everything else, as vLLM applies the grammar bitmask before its sampler, so the logprobs
+  // are those of the masked row (masked tokens -inf). At least one valid token must be allowed.
+  std::span<const int32_t> token_bitmask;
 };
 
 struct SampleResult {

@@ -1,5 +1,6 @@
 #include "kernels/cpu/sampling_cpu.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ namespace {
 // Per-thread scratch, kept across calls so a step allocates nothing once warm.
 struct Workspace {
   LogitsEditLog edits;
+  std::vector<float> unmasked;  // the row before its grammar bitmask, put back at the end
   PenaltyScratch penalties;
   SelectionScratch selection;
   std::size_t reserved_vocab = 0;
@@ -25,6 +27,7 @@ struct Workspace {
     edits.reserve(vocab);
     penalties.reserve(vocab);
     selection.reserve(vocab);
+    unmasked.reserve(vocab);
     reserved_vocab = vocab;
   }
 };
@@ -46,6 +49,13 @@ SampleResult sample_row(float* logits, const SampleRow& in, std::size_t vocab, s
                         Workspace& ws) {
   const SamplingOptions& o = *in.options;
   const std::span<float> row(logits, valid_vocab);
+  // The grammar bitmask first: the processors and the logprobs see the masked row. One copy of the
+  // row puts it back afterwards (cheaper than logging up to every token as an edit).
+  const bool masked = !in.token_bitmask.empty();
+  if (masked) {
+    ws.unmasked.assign(row.begin(), row.end());
+    apply_token_bitmask(row, in.token_bitmask);
+  }
 
   // Processors that can change the argmax, on the raw logits (vLLM apply_logits_processors).
   apply_allowed_token_ids(row, o, ws.edits);
@@ -64,15 +74,15 @@ SampleResult sample_row(float* logits, const SampleRow& in, std::size_t vocab, s
   }
   ws.edits.undo(row);
 
+  SampleResult out;
+  out.token = token;
   if (!o.logprob_token_ids.empty())
-    return host_token_logprobs_of_ids(std::span<const float>(logits, vocab), valid_vocab, token, o.logprob_token_ids,
-                                      in.top);
-  if (!o.logprobs) {
-    SampleResult out;
-    out.token = token;
-    return out;
-  }
-  return host_token_logprobs(row, token, o.top_entries(static_cast<int64_t>(valid_vocab)), in.top);
+    out = host_token_logprobs_of_ids(std::span<const float>(logits, vocab), valid_vocab, token, o.logprob_token_ids,
+                                     in.top);
+  else if (o.logprobs)
+    out = host_token_logprobs(row, token, o.top_entries(static_cast<int64_t>(valid_vocab)), in.top);
+  if (masked) std::copy(ws.unmasked.begin(), ws.unmasked.end(), row.begin());
+  return out;
 }
 
 void check_call(std::span<const SampleRow> rows, const SamplingConfig& config, std::span<SampleResult> out) {
@@ -92,6 +102,9 @@ void check_call(std::span<const SampleRow> rows, const SamplingConfig& config, s
         throw std::invalid_argument("sample: row " + std::to_string(i) + " asks for the logprob of id " +
                                     std::to_string(id) + ", outside the logits row");
     }
+    if (!r.token_bitmask.empty() && static_cast<int64_t>(r.token_bitmask.size()) * 32 < config.vocab_size)
+      throw std::invalid_argument("sample: row " + std::to_string(i) + " has a token bitmask of " +
+                                  std::to_string(r.token_bitmask.size()) + " words, short of the logits row");
     if (!r.options->greedy() && !r.options->seed && config.engine_draws == nullptr)
       throw std::invalid_argument("sample: an unseeded random row needs the engine generator's counter");
   }

@@ -1,5 +1,6 @@
 #include "kernels/cpu/sampling_processors.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "kernels/cpu/sampling_bad_words.h"
@@ -15,6 +16,18 @@ bool in_row(std::span<float> row, int64_t token) {
   return token >= 0 && token < static_cast<int64_t>(row.size());
 }
 }  // namespace
+
+void apply_token_bitmask(std::span<float> row, std::span<const int32_t> bitmask) {
+  const std::size_t n = row.size();
+  for (std::size_t w = 0; w * 32 < n; ++w) {
+    const auto bits = static_cast<uint32_t>(bitmask[w]);
+    if (bits == 0xffffffffu) continue;
+    const std::size_t end = std::min(n, w * 32 + 32);
+    for (std::size_t t = w * 32; t < end; ++t) {
+      if (!((bits >> (t - w * 32)) & 1u)) row[t] = kNegInf;
+    }
+  }
+}
 
 void apply_allowed_token_ids(std::span<float> row, const SamplingOptions& options, LogitsEditLog& log) {
   const std::vector<int32_t>& allowed = options.allowed_token_ids;

@@ -73,6 +73,10 @@ struct PenaltyScratch {
   }
 };
 
+// The grammar bitmask of structured output: -inf on every token of the row whose bit is clear
+// (bit t of word t / 32). Written straight into the row: the caller keeps a copy to put back.
+void apply_token_bitmask(std::span<float> row, std::span<const int32_t> bitmask);
+
 // allowed_token_ids: -inf on every token of the row not in options.allowed_token_ids (sorted);
 // a no-op when the list is empty.
 void apply_allowed_token_ids(std::span<float> row, const SamplingOptions& options, LogitsEditLog& log);
