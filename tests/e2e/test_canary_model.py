@@ -86,6 +86,28 @@ def test_official_client_gets_the_answers_and_a_tool_call(canary_server):
             assert choice.message.content == completion
 
 
+def test_answers_are_unchanged_under_a_permissive_constraint(canary_server):
+    # The grammar mask must leave the logits of the tokens it allows untouched: under a regex that
+    # admits any text, greedy answers are the trained ones token for token (with thinking on, the
+    # reasoning is unconstrained and the regex applies after </think>). A JSON schema could not
+    # admit these plain-text answers, hence a regex.
+    import openai
+    client = openai.OpenAI(base_url=canary_server.url + "/v1", api_key="unused")
+    for conv in conversations():
+        if "tools" in conv:
+            continue
+        resp = client.chat.completions.create(
+            model=client.models.list().data[0].id, messages=conv["messages"], temperature=0, max_tokens=96,
+            extra_body={"chat_template_kwargs": {"enable_thinking": conv["enable_thinking"]},
+                        "structured_outputs": {"regex": "[\\s\\S]*"}})
+        choice = resp.choices[0]
+        assert choice.finish_reason == "stop", choice
+        reasoning, _, answer = conv["completion"].rpartition("</think>")
+        assert choice.message.content == answer, conv["name"]
+        if conv["enable_thinking"]:
+            assert choice.message.reasoning_content == reasoning, conv["name"]
+
+
 def test_canary_fails_when_the_gdn_state_is_corrupted(canary_server, fp4serve_binary):
     assert requests.post(canary_server.url + "/debug/corrupt-gdn?on=1", timeout=10).status_code == 200
     try:

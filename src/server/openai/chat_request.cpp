@@ -4,6 +4,7 @@
 
 #include "server/openai/client_json.h"
 #include "server/openai/completion_request.h"
+#include "server/openai/forced_tool_calls.h"
 #include "server/openai/python_repr.h"
 
 namespace fp4serve::server::openai {
@@ -471,12 +472,13 @@ ChatRequest parse_chat_body(Json& body, const ServerLimits& limits, const ChatPa
     throw ApiException(value_error(
         "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"));
   }
-  if (req.tool_choice == ToolChoice::kRequired || req.tool_choice == ToolChoice::kNamed) {
-    throw ApiException(vllm_validation_error(
-        "tool_choice \"required\" and named tool choice are not supported by fp4serve: vLLM enforces "
-        "them with structured output (guided decoding), which fp4serve does not implement. Use "
-        "\"auto\" or \"none\".",
-        "tool_choice"));
+  // tool_choice "required" / named: the tool parser's adjust_request replaces structured_outputs
+  // with the tools' schema (forced_tool_calls.h). vLLM does it only when a parser is configured;
+  // fp4serve always does, so a forced call is well-formed with or without --tool-call-parser.
+  if (auto schema = forced_tool_schema(req.tool_choice, req.tool_choice_function, req.tools)) {
+    RequestStructuredOutputs forced;
+    forced.json = std::move(*schema);
+    req.common.structured_outputs = std::move(forced);
   }
   refuse_unsupported_common(body, Endpoint::kChat);
   if (py_truthy(member(body, "documents"))) {

@@ -88,9 +88,11 @@ Json build_chat_response(const ChatRequest& request, const ChatResult& result,
     } else {
       choice["logprobs"] = nullptr;
     }
-    const bool auto_tools_called = request.auto_tools() && !seq.message.tool_calls.empty();
-    choice["finish_reason"] = auto_tools_called ? std::string("tool_calls")
-                              : seq.finish_reason.empty() ? std::string("stop") : seq.finish_reason;
+    // "tool_calls" for calls under "auto", and for "required" whenever the engine stopped normally;
+    // a named function keeps the engine's reason (tool_parser.h).
+    const bool tools_called = (request.auto_tools() || request.tool_choice == ToolChoice::kRequired) &&
+                              !seq.message.tool_calls.empty();
+    choice["finish_reason"] = chat_finish_reason(seq.finish_reason, request.tool_choice, tools_called);
     choice["stop_reason"] = stop_reason_json(seq.stop_reason);
     choice["token_ids"] = request.common.return_token_ids && !hide ? token_id_list(seq.token_ids) : Json();
     choices.push_back(std::move(choice));

@@ -19,7 +19,7 @@ namespace fp4serve::server::openai {
 struct ChatMessageParts {
   std::optional<std::string> reasoning;
   std::optional<std::string> content;
-  std::vector<ToolCall> tool_calls;  // only from the auto tool parser (empty id = a fresh one)
+  std::vector<ToolCall> tool_calls;  // the auto tool parser's or a forced tool_choice's calls
 };
 
 struct ChatSequence {
@@ -38,7 +38,7 @@ struct ChatResult {
 };
 
 // The ChatCompletionResponse JSON. finish_reason is "tool_calls" when the auto tool parser found
-// calls (even after "length", as vLLM does). A sequence that finished with "error" -> 500.
+// calls (even after "length", as vLLM does) and for tool_choice "required" after a normal stop. A sequence that finished with "error" -> 500.
 // `reasoning_parser`: whether a reasoning parser produced `reasoning` (include_reasoning=false
 // then also hides logprobs, as vLLM does).
 Json build_chat_response(const ChatRequest& request, const ChatResult& result,

@@ -220,8 +220,8 @@ void read_common_fields(BodyReader& reader, Endpoint endpoint, CommonRequestFiel
   reader.object_field("ec_transfer_params");
   reader.object_field("vllm_xargs");
   reader.raw("repetition_detection");
-  reader.raw("response_format");
-  reader.raw("structured_outputs");
+  out.response_format = read_response_format(reader);
+  out.structured_outputs = read_structured_outputs(reader);
 }
 
 void check_cache_salt(const Json& body) {
@@ -323,25 +323,11 @@ void refuse_unsupported_common(const Json& body, Endpoint endpoint) {
   if (py_truthy(member(body, "watermarking"))) {
     refuse("watermarking", "Watermarking is not supported by fp4serve.");
   }
-  if (const Json* rf = member(body, "response_format"); rf && !rf->is_null()) {
-    const bool text = rf->is_object() && rf->contains("type") && (*rf)["type"] == "text";
-    if (!text) {
-      const std::string type = rf->is_object() && rf->contains("type") ? py_str((*rf)["type"]) : "?";
-      refuse("response_format",
-             "response_format type '" + type +
-                 "' is not supported by fp4serve: structured output (guided decoding) is not "
-                 "implemented; only {'type': 'text'} is accepted.");
-    }
-  }
-  if (is_set(body, "structured_outputs")) {
-    refuse("structured_outputs",
-           "`structured_outputs` is not supported by fp4serve: structured output (guided decoding) "
-           "is not implemented.");
-  }
   for (const char* key : {"guided_json", "guided_regex", "guided_choice", "guided_grammar"}) {
     if (is_set(body, key)) {
       refuse(key, std::string("`") + key +
-                      "` is not supported by fp4serve (and was removed from vLLM in v0.12.0).");
+                      "` was removed from vLLM in v0.12.0 and is not supported by fp4serve; use "
+                      "`structured_outputs` or `response_format`.");
     }
   }
   if (is_set(body, "repetition_detection")) {
@@ -467,6 +453,8 @@ engine::SamplingParams make_sampling_params(const CommonRequestFields& f, int64_
   p.bad_words = f.bad_words;
   p.allowed_token_ids = f.allowed_token_ids;
   p.thinking_token_budget = f.thinking_token_budget;
+  // to_sampling_params' extract_structured_outputs (before SamplingParams checks its fields).
+  const std::optional<RequestStructuredOutputs> structured = merge_response_format(f.structured_outputs, f.response_format);
   for (const auto& [key, bias] : f.logit_bias) {
     auto id = python_int(key);
     if (!id) {
@@ -478,6 +466,8 @@ engine::SamplingParams make_sampling_params(const CommonRequestFields& f, int64_
     if (err->parameter.empty()) throw ApiException(value_error(err->message));
     throw ApiException(vllm_validation_error(err->message, err->parameter, sampling_error_value(*err, p)));
   }
+  // The InputProcessor's structured-output check (validate_xgrammar_grammar).
+  if (structured) p.structured_outputs = to_engine_structured_outputs(*structured);
   // The engine's own admission checks (vLLM V1 Processor / InputProcessor).
   if (f.best_of && *f.best_of > 1) throw ApiException(value_error("vLLM V1 does not yet support best_of."));
   if (f.priority != 0 && !limits.priority_scheduling) {
@@ -497,8 +487,10 @@ void resolve_bad_words(engine::SamplingParams& params, const tokenizer::Tokenize
   }
 }
 
-void resolve_reasoning_markers(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer) {
-  if (!params.thinking_token_budget) return;
+void resolve_reasoning_markers(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer,
+                               bool gate_structured_outputs) {
+  const bool gate = gate_structured_outputs && params.structured_outputs;
+  if (!params.thinking_token_budget && !gate) return;
   params.reasoning_start_ids = tokenizer.encode(kQwen3ReasoningStart, /*add_special_tokens=*/false);
   params.reasoning_end_ids = tokenizer.encode(kQwen3ReasoningEnd, /*add_special_tokens=*/false);
   if (params.reasoning_start_ids.empty() || params.reasoning_end_ids.empty()) {

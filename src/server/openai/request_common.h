@@ -13,6 +13,7 @@
 #include "checkpoint/generation_config.h"
 #include "engine/sampling_params.h"
 #include "server/openai/request_fields.h"
+#include "server/openai/structured_outputs_request.h"
 #include "tokenizer/tokenizer.h"
 
 namespace fp4serve::server::openai {
@@ -72,6 +73,9 @@ struct CommonRequestFields {
   std::optional<std::vector<int64_t>> allowed_token_ids;
   std::optional<std::vector<int64_t>> logprob_token_ids;  // logprobs of these ids instead of a top-N
   std::optional<int64_t> thinking_token_budget;            // -1 (unlimited) is read as unset
+  // Structured output (structured_outputs_request.h): merged and checked by make_sampling_params.
+  std::optional<RequestStructuredOutputs> structured_outputs;
+  std::optional<RequestResponseFormat> response_format;
   // Streaming.
   bool stream = false;
   std::optional<StreamOptions> stream_options;
@@ -111,8 +115,8 @@ void check_stream_options(const Json& body);
 // check_logprobs' shared part: `field` must be numeric; prompt_logprobs rules.
 void check_logprob_fields(const Json& body, const char* top_field);
 
-// Refuses what fp4serve cannot do instead of ignoring it (beam search, structured outputs,
-// disaggregated serving, ...). Throws ApiException with a 400 that names the field.
+// Refuses what fp4serve cannot do instead of ignoring it (beam search, the removed guided_*
+// fields, disaggregated serving, ...). Throws ApiException with a 400 that names the field.
 void refuse_unsupported_common(const Json& body, Endpoint endpoint);
 
 // The served model name: empty/absent = the first served name; unknown -> 404 (vLLM _check_model).
@@ -139,10 +143,14 @@ void resolve_bad_words(engine::SamplingParams& params, const tokenizer::Tokenize
 // (vLLM's return_all / `logprob_token_ids or ...` in the response builders).
 int64_t response_top_logprobs(const CommonRequestFields& fields, int64_t requested);
 
-// A thinking_token_budget's markers: the reasoning parser's start and end strings (qwen3: "<think>",
-// "</think>") as token ids, encoded without special tokens, as vLLM's
-// ReasoningConfig.initialize_token_ids does. A no-op without a budget.
-void resolve_reasoning_markers(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer);
+// The reasoning parser's start and end strings (qwen3: "<think>", "</think>") as token ids, encoded
+// without special tokens, as vLLM's ReasoningConfig.initialize_token_ids does. They serve a
+// thinking_token_budget, and `gate_structured_outputs` (a reasoning parser is on and the request's
+// constraint must wait for the reasoning to end, vLLM's reasoning_ended = False/None) asks for them
+// for a structured-output request too: the engine then constrains only after the end marker (or
+// at once when the prompt closed the block). Otherwise a no-op.
+void resolve_reasoning_markers(engine::SamplingParams& params, const tokenizer::Tokenizer& tokenizer,
+                               bool gate_structured_outputs = false);
 
 // Python's str() of the value vLLM attaches to a sampling error (for the " (parameter=, value=)"
 // suffix), or nullopt when vLLM attaches none.

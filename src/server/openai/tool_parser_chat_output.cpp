@@ -12,7 +12,16 @@ ChatOutput parse_chat_output(std::string_view text, const ChatOutputOptions& opt
   } else if (!text.empty()) {
     content = std::string(text);
   }
-  if (options.tool_parser) {
+  if (options.forced_tools()) {
+    // vLLM answers a forced call with content "" next to the calls.
+    if (content && !content->empty()) {
+      if (auto calls = parse_forced_tool_calls(options.forced, options.forced_function, *content)) {
+        out.tools_called = true;
+        out.tool_calls = std::move(*calls);
+        content = "";
+      }
+    }
+  } else if (options.tool_parser) {
     auto extraction = extract_qwen3_coder_tool_calls(content.value_or(""), options.tools);
     if (extraction.tools_called) {
       out.tools_called = true;
@@ -26,10 +35,15 @@ ChatOutput parse_chat_output(std::string_view text, const ChatOutputOptions& opt
 
 ChatOutputStreamParser::ChatOutputStreamParser(ChatOutputOptions options) : options_(std::move(options)) {
   if (options_.reasoning_parser) reasoning_.emplace(options_.reasoning);
-  if (options_.tool_parser) tools_.emplace(options_.tools);
+  if (options_.forced_tools()) forced_.emplace(options_.forced, options_.forced_function);
+  else if (options_.tool_parser) tools_.emplace(options_.tools);
 }
 
 void ChatOutputStreamParser::route_content(const std::string& content, bool final, ChatOutputDelta& out) {
+  if (forced_) {  // the content is the constrained JSON: only calls are streamed
+    for (auto& call : forced_->feed(content)) out.tool_calls.push_back(std::move(call));
+    return;
+  }
   if (!tools_) {
     out.content += content;
     return;

@@ -1,6 +1,7 @@
 // The whole post-processing of a chat completion's text as vLLM's chat serving chains it:
 // reasoning parser first (--reasoning-parser qwen3), then, on the content part only, the tool-call
-// parser (--enable-auto-tool-choice --tool-call-parser qwen3_coder, tool_choice "auto").
+// parser (--enable-auto-tool-choice --tool-call-parser qwen3_coder, tool_choice "auto"), or for a
+// forced tool_choice ("required", named) the JSON the constraint produced (forced_tool_calls.h).
 // One non-streaming function and one streaming object whose concatenated deltas equal it.
 #pragma once
 
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/openai/forced_tool_calls.h"
 #include "server/openai/reasoning_parser.h"
 #include "server/openai/tool_parser.h"
 #include "server/openai/tool_parser_qwen3_coder.h"
@@ -22,6 +24,11 @@ struct ChatOutputOptions {
   ReasoningParserOptions reasoning;   // enable_thinking, prompt_ends_reasoning(prompt)
   bool tool_parser = false;           // auto tool choice with a qwen3_coder parser and tools
   nlohmann::ordered_json tools;       // the request's tools array
+  // tool_choice "required" or named (kRequired/kNamed): the content is the constrained JSON and
+  // becomes tool calls; kNone otherwise. Takes the place of the auto tool parser.
+  ToolChoice forced = ToolChoice::kNone;
+  std::string forced_function;        // the named function
+  bool forced_tools() const { return forced == ToolChoice::kRequired || forced == ToolChoice::kNamed; }
 };
 
 struct ChatOutput {
@@ -48,6 +55,7 @@ class ChatOutputStreamParser {
   ChatOutputDelta feed(std::string_view delta_text);
   ChatOutputDelta finish();
   bool tools_called() const { return tools_ && tools_->tools_called(); }
+  bool parses_content() const { return tools_ || forced_; }
 
  private:
   void route_content(const std::string& content, bool final, ChatOutputDelta& out);
@@ -55,6 +63,7 @@ class ChatOutputStreamParser {
   ChatOutputOptions options_;
   std::optional<Qwen3ReasoningParser> reasoning_;
   std::optional<Qwen3CoderToolStreamParser> tools_;
+  std::optional<ForcedToolStreamParser> forced_;
 };
 
 }  // namespace fp4serve::server::openai

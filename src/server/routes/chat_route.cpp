@@ -66,7 +66,7 @@ struct ChatJob {
       if (!parsed.content.empty()) parts.content = parsed.content;
       parts.tool_calls = std::move(parsed.tool_calls);
       // Without parsers every token's text is content, even "" (vLLM sends the chunk).
-      if (!reasoning_parser && !parse_options.tool_parser && !parts.content) parts.content = d.text;
+      if (!reasoning_parser && !parser.parses_content() && !parts.content) parts.content = d.text;
       events += stream->on_delta(d, parts);
       if (stream->done()) break;
     }
@@ -103,7 +103,7 @@ struct ChatJob {
       m.reasoning = parsed.reasoning;
       m.content = parsed.content;
       m.tool_calls = parsed.tool_calls;
-      if (!reasoning_parser && !parse_options.tool_parser) m.content = texts[i];
+      if (!reasoning_parser && !parse_options.tool_parser && !parse_options.forced_tools()) m.content = texts[i];
     }
     try {
       respond_json(ex, 200, openai::dump_json(openai::build_chat_response(req, result, rctx, reasoning_parser)));
@@ -152,7 +152,10 @@ void handle_chat(const ServingContext& ctx, std::shared_ptr<http::Exchange> ex) 
                                                           static_cast<int64_t>(ids.size()), ctx.defaults.max_tokens);
     r.params = openai::to_sampling_params(job->req, max_tokens, ctx.defaults, ctx.limits);
     openai::resolve_bad_words(r.params, *ctx.tokenizer);
-    openai::resolve_reasoning_markers(r.params, *ctx.tokenizer);
+    // vLLM's resolve_reasoning_ended: with include_reasoning false the constraint applies from the
+    // first token; otherwise, with a reasoning parser, after the reasoning ends.
+    openai::resolve_reasoning_markers(r.params, *ctx.tokenizer,
+                                      ctx.options.reasoning_parser && job->req.include_reasoning);
     job->rctx = make_response_context(ctx, *ex, "chatcmpl-", job->req.common.request_id, job->req.model_name);
     job->reasoning_parser = ctx.options.reasoning_parser;
     job->parse_options.reasoning_parser = ctx.options.reasoning_parser;
@@ -160,6 +163,10 @@ void handle_chat(const ServingContext& ctx, std::shared_ptr<http::Exchange> ex) 
     job->parse_options.reasoning.prompt_ends_reasoning = openai::prompt_ends_reasoning(prompt);
     job->parse_options.tool_parser = ctx.options.enable_auto_tool_choice && job->req.auto_tools();
     job->parse_options.tools = job->req.tools;
+    if (job->req.tool_choice == openai::ToolChoice::kRequired || job->req.tool_choice == openai::ToolChoice::kNamed) {
+      job->parse_options.forced = job->req.tool_choice;
+      job->parse_options.forced_function = job->req.tool_choice_function;
+    }
     r.id = job->rctx.id;
     r.prompt_token_ids = ids;
     r.detokenize.skip_special_tokens = job->req.common.skip_special_tokens;

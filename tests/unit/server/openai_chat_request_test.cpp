@@ -106,12 +106,16 @@ TEST(ChatRequest, ToolsDefaultToAutoAndNeedTheFlag) {
   EXPECT_EQ(parse(with_tools(R"(, "tool_choice": "none")"), no_auto).tool_choice, ToolChoice::kNone);
 }
 
-TEST(ChatRequest, RequiredAndNamedToolChoiceAreRefusedClearly) {
-  ApiError e = error_of(with_tools(R"(, "tool_choice": "required")"));
-  EXPECT_EQ(e.param, "tool_choice");
-  EXPECT_NE(e.message.find("guided decoding"), std::string::npos);
-  e = error_of(with_tools(R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})"));
-  EXPECT_EQ(e.param, "tool_choice");
+TEST(ChatRequest, RequiredAndNamedToolChoiceConstrainTheOutput) {
+  // openai_structured_outputs_test.cpp checks the schemas; here only that they reach the request.
+  ChatRequest r = parse(with_tools(R"(, "tool_choice": "required")"));
+  EXPECT_EQ(r.tool_choice, ToolChoice::kRequired);
+  ASSERT_TRUE(r.common.structured_outputs && r.common.structured_outputs->json);
+  EXPECT_EQ((*r.common.structured_outputs->json)["type"], "array");
+  r = parse(with_tools(R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})"));
+  EXPECT_EQ(r.tool_choice, ToolChoice::kNamed);
+  ASSERT_TRUE(r.common.structured_outputs && r.common.structured_outputs->json);
+  EXPECT_EQ((*r.common.structured_outputs->json)["properties"]["city"]["type"], "string");
 }
 
 TEST(ChatRequest, TopLogprobs) {
@@ -244,9 +248,10 @@ TEST(ChatRequest, RequestChatTemplateNeedsTrust) {
 }
 
 TEST(ChatRequest, ResponseFormat) {
-  EXPECT_NO_THROW(parse(R"({"messages": [], "response_format": {"type": "text"}})"));
-  const ApiError e = error_of(R"({"messages": [], "response_format": {"type": "json_object"}})");
-  EXPECT_EQ(e.param, "response_format");
+  EXPECT_FALSE(parse(R"({"messages": [], "response_format": {"type": "text"}})").common.structured_outputs);
+  const ChatRequest r = parse(R"({"messages": [], "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(r.common.response_format);
+  EXPECT_EQ(r.common.response_format->type, "json_object");
 }
 
 TEST(ChatRequest, EchoPrefix) {
