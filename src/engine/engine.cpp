@@ -239,7 +239,8 @@ struct Engine::Impl {
   }
 
   void admit(EngineRequest req, std::shared_ptr<OutputChannel> channel,
-             std::shared_ptr<const xgrammar::CompiledGrammar> grammar = nullptr) {
+             std::shared_ptr<const xgrammar::CompiledGrammar> grammar = nullptr,
+             std::shared_ptr<const std::vector<std::int32_t>> token_filter = nullptr) {
     auto parent = std::make_unique<ParentTrack>();
     parent->id = req.id;
     parent->channel = std::move(channel);
@@ -272,7 +273,7 @@ struct Engine::Impl {
       seq->sampling = sampler.options_for(seq->params, req.prompt_token_ids);
       seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
-      if (grammar) seq->structured = make_structured_state(grammar, params, req.prompt_token_ids);
+      if (grammar) seq->structured = make_structured_state(grammar, token_filter, params, req.prompt_token_ids);
       // Children 1 .. n-1 are held until child 0 has computed the prompt, then forked from it
       // (scheduler.h): one prefill for the n sequences (or none, when a twin computes it).
       const bool computes_prompt = source_id.empty();
@@ -337,6 +338,7 @@ struct Engine::Impl {
   }
 
   std::unique_ptr<StructuredOutputState> make_structured_state(std::shared_ptr<const xgrammar::CompiledGrammar> grammar,
+                                                               std::shared_ptr<const std::vector<std::int32_t>> filter,
                                                                const SamplingParams& params,
                                                                std::span<const std::int32_t> prompt) {
     // Where the prompt leaves the reasoning (the thinking budget's prompt summary): inside an open
@@ -350,7 +352,7 @@ struct Engine::Impl {
       in_reasoning = markers.prompt_in_block;
     }
     return std::make_unique<StructuredOutputState>(std::move(grammar), info.vocab_size, params.reasoning_end_ids,
-                                                   in_reasoning);
+                                                   in_reasoning, std::move(filter));
   }
 
   bool waiting_for_grammar(const std::string& id) const {
@@ -377,7 +379,7 @@ struct Engine::Impl {
         outbox.emplace_back(w.channel, std::move(out));
         continue;
       }
-      admit(std::move(w.request), std::move(w.channel), c.grammar);
+      admit(std::move(w.request), std::move(w.channel), c.grammar, c.token_filter);
     }
     return any;
   }

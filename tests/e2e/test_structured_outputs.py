@@ -357,10 +357,12 @@ def post(server, path, body):
 
 
 @pytest.mark.parametrize("body,needle", [
-    ({"structured_outputs": {"json": {"type": "objectt"}}}, "json"),
-    ({"structured_outputs": {"json": "{not json"}}, "json"),
-    ({"structured_outputs": {"regex": "a("}}, "regex"),
-    ({"structured_outputs": {"grammar": "root ::= ("}}, "grammar"),
+    ({"structured_outputs": {"json": {"type": "objectt"}}}, "Failed to transform json schema into a grammar: "),
+    ({"structured_outputs": {"json": "{not json"}}, "Invalid JSON grammar specification."),
+    ({"structured_outputs": {"json": {"type": "array", "uniqueItems": True}}},
+     "The provided JSON schema contains features not supported by xgrammar."),
+    ({"structured_outputs": {"regex": "a("}}, "Failed to transform regex into a grammar: "),
+    ({"structured_outputs": {"grammar": "root ::= ("}}, "Invalid grammar specification"),
     ({"structured_outputs": {"regex": "a", "choice": ["a"]}},
      "You can only use one kind of constraints for structured outputs ('json', 'regex' or 'choice')."),
     ({"structured_outputs": {"regex": "a", "grammar": "root ::= \"a\""}},

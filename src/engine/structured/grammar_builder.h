@@ -2,7 +2,10 @@
 // (vllm/v1/structured_output/backend_xgrammar.py compile_grammar): a JSON schema with free whitespace
 // unless disabled and xgrammar's strict mode (no properties the schema does not name), json_object as
 // the schema {"type": "object"}, EBNF grammars with root rule "root", regexes, and a choice as the
-// grammar root ::= "a" | "b" (vLLM choice_as_grammar, with newlines escaped too).
+// grammar root ::= "a" | "b" (vLLM choice_as_grammar, with newlines escaped too). The messages are
+// vLLM's (validate_xgrammar_grammar) with xgrammar's reason after them; like vLLM, schemas with
+// keywords xgrammar would silently ignore are refused. Two deliberate differences: free whitespace
+// is bounded (kMaxJsonWhitespace per gap), and nesting is bounded (kMaxSchemaNesting).
 #pragma once
 
 #include <stdexcept>
@@ -16,6 +19,8 @@ namespace fp4serve::engine {
 
 // JSON nesting levels ([ and {) a json schema may have (about 30 levels of nested objects).
 inline constexpr std::size_t kMaxSchemaNesting = 96;
+// Characters of free whitespace per gap of a JSON constraint (grammar_builder.cpp says why).
+inline constexpr int kMaxJsonWhitespace = 32;
 
 // A constraint xgrammar cannot build; what() is the client message.
 class GrammarSpecError : public std::runtime_error {

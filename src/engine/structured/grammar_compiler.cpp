@@ -1,5 +1,6 @@
 #include "engine/structured/grammar_compiler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <optional>
@@ -8,16 +9,40 @@
 #include <xgrammar/xgrammar.h>
 
 #include "engine/structured/grammar_builder.h"
+#include "engine/structured/structured_output_state.h"
 
 namespace fp4serve::engine {
+
+namespace {
+
+// CompiledConstraint::token_filter: every token without a control byte (CR and LF allowed), stop
+// tokens included; padding ids past the vocabulary excluded.
+std::vector<std::int32_t> json_token_filter(const GrammarVocabulary& v) {
+  std::vector<std::int32_t> mask(bitmask_words(v.logits_size), 0);
+  auto allow = [&](std::size_t id) { mask[id / 32] |= static_cast<std::int32_t>(1u << (id % 32)); };
+  for (std::size_t id = 0; id < v.token_bytes.size(); ++id) {
+    const std::string& b = v.token_bytes[id];
+    const bool control = std::any_of(b.begin(), b.end(), [](char c) {
+      const auto u = static_cast<unsigned char>(c);
+      return u < 0x20 && u != '\n' && u != '\r';
+    });
+    if (!control) allow(id);
+  }
+  for (std::int32_t id : v.stop_token_ids) allow(static_cast<std::size_t>(id));
+  return mask;
+}
+
+}  // namespace
 
 struct GrammarCompiler::Impl {
   xgrammar::TokenizerInfo info;
   xgrammar::GrammarCompiler compiler;
+  std::shared_ptr<const std::vector<std::int32_t>> json_filter;
   explicit Impl(const GrammarVocabulary& v)
       : info(v.token_bytes, xgrammar::VocabType::RAW, v.logits_size, v.stop_token_ids),
         // Our own LRU caches whole results; xgrammar's cache would hold them a second time.
-        compiler(info, /*max_threads=*/2, /*cache_enabled=*/false) {}
+        compiler(info, /*max_threads=*/2, /*cache_enabled=*/false),
+        json_filter(std::make_shared<const std::vector<std::int32_t>>(json_token_filter(v))) {}
 };
 
 GrammarCompiler::GrammarCompiler(std::function<GrammarVocabulary()> vocabulary, std::size_t cache_capacity,
@@ -77,9 +102,11 @@ CompiledConstraint GrammarCompiler::compile_now(const StructuredOutputsParams& p
     }
     xgrammar::Grammar grammar = build_grammar(params);
     out.grammar = std::make_shared<const xgrammar::CompiledGrammar>(impl_->compiler.CompileGrammar(grammar));
+    using Kind = StructuredOutputsParams::Kind;
+    if (params.kind == Kind::kJson || params.kind == Kind::kJsonObject) out.token_filter = impl_->json_filter;
   } catch (const std::exception& e) {
     out.grammar.reset();
-    out.error = std::string("Invalid ") + to_string(params.kind) + " for structured outputs: " + e.what();
+    out.error = e.what();
   }
   out.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return out;

@@ -45,6 +45,13 @@ struct CompiledConstraint {
   std::shared_ptr<const xgrammar::CompiledGrammar> grammar;  // null on failure
   std::string error;                                         // why it failed
   double compile_seconds = 0.0;
+  // JSON constraints: the tokens that may appear in JSON at all (a bitmask over the logits row);
+  // null for the other kinds. xgrammar 0.2.9's strings with minLength/maxLength admit raw control
+  // characters (its character class excludes only '"', '\\', CR and LF), which no JSON parser
+  // accepts; a token holding a byte below 0x20 other than CR and LF is therefore never allowed in
+  // JSON (tabs go too: a tab is whitespace between values but invalid inside a string, and spaces
+  // and newlines serve as whitespace).
+  std::shared_ptr<const std::vector<std::int32_t>> token_filter;
 };
 using CompileFuture = std::shared_future<CompiledConstraint>;
 

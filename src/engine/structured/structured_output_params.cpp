@@ -35,7 +35,7 @@ std::optional<std::string> structured_outputs_error(const StructuredOutputsParam
     build_grammar(params);
     return std::nullopt;
   } catch (const GrammarSpecError& e) {
-    return std::string("Invalid ") + to_string(params.kind) + " for structured outputs: " + e.what();
+    return std::string(e.what());
   }
 }
 

@@ -27,8 +27,10 @@ DLTensor bitmask_tensor(std::span<std::int32_t> words, std::int64_t* shape) {
 
 StructuredOutputState::StructuredOutputState(std::shared_ptr<const xgrammar::CompiledGrammar> grammar,
                                              std::int64_t logits_size, std::vector<std::int32_t> reasoning_end_ids,
-                                             bool prompt_in_reasoning)
+                                             bool prompt_in_reasoning,
+                                             std::shared_ptr<const std::vector<std::int32_t>> token_filter)
     : matcher_(std::make_unique<xgrammar::GrammarMatcher>(*grammar)),
+      filter_(std::move(token_filter)),
       logits_size_(logits_size),
       end_ids_(std::move(reasoning_end_ids)),
       started_(end_ids_.empty() || !prompt_in_reasoning),
@@ -49,6 +51,9 @@ bool StructuredOutputState::fill(std::span<std::int32_t> out) {
   std::int64_t shape[1];
   DLTensor t = bitmask_tensor(out, shape);
   matcher_->FillNextTokenBitmask(&t);
+  if (filter_) {
+    for (std::size_t w = 0; w < out.size(); ++w) out[w] &= (*filter_)[w];
+  }
   return std::any_of(out.begin(), out.end(), [](std::int32_t w) { return w != 0; });
 }
 

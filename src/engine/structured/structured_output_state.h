@@ -37,8 +37,11 @@ class StructuredOutputState {
   };
 
   // `reasoning_end_ids` empty or `prompt_in_reasoning` false: constrained from the first token.
+  // `token_filter` (may be null): tokens never allowed whatever the grammar says have their bit
+  // clear (CompiledConstraint::token_filter).
   StructuredOutputState(std::shared_ptr<const xgrammar::CompiledGrammar> grammar, std::int64_t logits_size,
-                        std::vector<std::int32_t> reasoning_end_ids, bool prompt_in_reasoning);
+                        std::vector<std::int32_t> reasoning_end_ids, bool prompt_in_reasoning,
+                        std::shared_ptr<const std::vector<std::int32_t>> token_filter = nullptr);
   ~StructuredOutputState();
   StructuredOutputState(const StructuredOutputState&) = delete;
   StructuredOutputState& operator=(const StructuredOutputState&) = delete;
@@ -67,6 +70,7 @@ class StructuredOutputState {
   bool fill(std::span<std::int32_t> out);  // false when no token is allowed
 
   std::unique_ptr<xgrammar::GrammarMatcher> matcher_;
+  std::shared_ptr<const std::vector<std::int32_t>> filter_;
   std::int64_t logits_size_;
   std::vector<std::int32_t> end_ids_;
   bool started_;

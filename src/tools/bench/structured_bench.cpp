@@ -23,6 +23,7 @@ double ms_since(clock_type::time_point t0) {
 struct StructuredBench::Impl {
   std::unique_ptr<engine::GrammarCompiler> compiler;
   std::shared_ptr<const xgrammar::CompiledGrammar> grammar;
+  std::shared_ptr<const std::vector<std::int32_t>> filter;
 };
 
 StructuredBench::StructuredBench(const std::string& file, std::shared_ptr<const tokenizer::Tokenizer> tok,
@@ -56,6 +57,7 @@ StructuredBench::StructuredBench(const std::string& file, std::shared_ptr<const 
   p.disable_any_whitespace = true;  // another key: compiled afresh
   compile_seconds_ = impl_->compiler->compile(p).get().compile_seconds;
   impl_->grammar = first.grammar;
+  impl_->filter = first.token_filter;
 }
 
 StructuredBench::~StructuredBench() = default;
@@ -67,7 +69,7 @@ StructuredCost StructuredBench::measure(int batch, int steps, std::span<float> l
   std::vector<std::size_t> at(B);
   auto restart = [&](std::size_t s) {
     states[s] = std::make_unique<engine::StructuredOutputState>(impl_->grammar, logits_size_,
-                                                                std::vector<std::int32_t>{}, false);
+                                                                std::vector<std::int32_t>{}, false, impl_->filter);
     outputs[s].clear();
   };
   for (std::size_t s = 0; s < B; ++s) {

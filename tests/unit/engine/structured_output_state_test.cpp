@@ -23,7 +23,7 @@ struct Vocab {
   int logits = 0;
   Vocab() {
     for (char c = ' '; c <= '~'; ++c) tokens.emplace_back(1, c);
-    for (const char* t : {"\"name\"", "true", "false", "\n", "  "}) tokens.emplace_back(t);
+    for (const char* t : {"\"name\"", "true", "false", "\n", "  ", "\x01x", "\t"}) tokens.emplace_back(t);
     think = static_cast<std::int32_t>(tokens.size());
     tokens.emplace_back("<think>");
     end_think = static_cast<std::int32_t>(tokens.size());
@@ -72,7 +72,7 @@ std::string walk(StructuredOutputState& st, std::vector<std::int32_t>& out, int 
     std::int32_t pick = -1;
     for (std::int32_t t = static_cast<std::int32_t>(vocab().tokens.size()) - 1; t >= 0; --t) {
       const std::string& tok = vocab().tokens[static_cast<std::size_t>(t)];
-      const bool blank = tok.find_first_not_of(" \n") == std::string::npos;
+      const bool blank = tok.find_first_not_of(" \n\t") == std::string::npos;
       if (allowed(st.mask(), t) && t != vocab().eos && !blank) {
         pick = t;
         break;
@@ -130,6 +130,26 @@ TEST(StructuredOutputState, ChoiceRegexAndGrammarAdmitExactlyTheirLanguage) {
     out.push_back(vocab().id('a'));
     EXPECT_EQ(st.advance(out), StructuredOutputState::Progress::kRejected);
   }
+}
+
+TEST(StructuredOutputState, JsonNeverAdmitsARawControlCharacterEvenWhereXgrammarWould) {
+  // xgrammar 0.2.9's bounded strings admit raw control bytes; the compiler's JSON filter removes them.
+  GrammarCompiler compiler([] { return vocab().grammar_vocabulary(); }, 4);
+  const CompiledConstraint& c =
+      compiler.compile(params(StructuredOutputsParams::Kind::kJson, R"({"type":"string","maxLength":8})")).get();
+  ASSERT_TRUE(c.grammar && c.token_filter);
+  const auto control = static_cast<std::int32_t>(vocab().tokens.size() - 5);  // "\x01x"
+  const auto tab = control + 1;
+  ASSERT_EQ(vocab().tokens[static_cast<std::size_t>(control)], "\x01x");
+  StructuredOutputState unfiltered(c.grammar, vocab().logits, {}, false);
+  StructuredOutputState filtered(c.grammar, vocab().logits, {}, false, c.token_filter);
+  std::vector<std::int32_t> out{vocab().id('"')};
+  ASSERT_EQ(unfiltered.advance(out), StructuredOutputState::Progress::kOk);
+  ASSERT_EQ(filtered.advance(out), StructuredOutputState::Progress::kOk);
+  EXPECT_TRUE(allowed(unfiltered.mask(), control)) << "xgrammar's own mask (if this fails, xgrammar was fixed)";
+  EXPECT_FALSE(allowed(filtered.mask(), control));
+  EXPECT_FALSE(allowed(filtered.mask(), tab));
+  EXPECT_TRUE(allowed(filtered.mask(), vocab().id('a')));
 }
 
 TEST(StructuredOutputState, PaddingIdsAndTokensPastTheVocabularyAreNeverAllowed) {
@@ -207,14 +227,22 @@ TEST(GrammarCompiler, CompilesEachConstraintOnceAndReportsBadOnesWithTheirReason
 
   const CompiledConstraint& bad = compiler.compile(params(StructuredOutputsParams::Kind::kRegex, "(unclosed")).get();
   EXPECT_FALSE(bad.grammar);
-  EXPECT_NE(bad.error.find("regex"), std::string::npos) << bad.error;
+  EXPECT_NE(bad.error.find("Failed to transform regex into a grammar: "), std::string::npos) << bad.error;
 }
 
 TEST(StructuredOutputsError, NamesTheKindAndTheProblemWithoutATokenizer) {
   EXPECT_FALSE(structured_outputs_error(params(StructuredOutputsParams::Kind::kJson, R"({"type":"object"})")));
   const auto bad_json = structured_outputs_error(params(StructuredOutputsParams::Kind::kJson, "{not json"));
   ASSERT_TRUE(bad_json);
-  EXPECT_NE(bad_json->find("Invalid json"), std::string::npos) << *bad_json;
+  EXPECT_EQ(*bad_json, "Invalid JSON grammar specification.");
+  const auto unsupported = structured_outputs_error(
+      params(StructuredOutputsParams::Kind::kJson, R"({"type":"array","items":{"type":"integer"},"uniqueItems":true})"));
+  ASSERT_TRUE(unsupported);
+  EXPECT_EQ(*unsupported, "The provided JSON schema contains features not supported by xgrammar.");
+  const auto nul = structured_outputs_error(params(StructuredOutputsParams::Kind::kRegex, std::string("a\0b", 3)));
+  ASSERT_TRUE(nul);
+  EXPECT_NE(nul->find("NUL"), std::string::npos);
+  EXPECT_TRUE(structured_outputs_error(params(StructuredOutputsParams::Kind::kRegex, std::string(100000, '('))));
   EXPECT_TRUE(structured_outputs_error(params(StructuredOutputsParams::Kind::kGrammar, "root ::= ")));
   EXPECT_TRUE(structured_outputs_error(params(StructuredOutputsParams::Kind::kRegex, "a{2,1}")));
   EXPECT_TRUE(structured_outputs_error(params(StructuredOutputsParams::Kind::kChoice, "")));
