@@ -1,4 +1,5 @@
 #include "tools/engine_setup.h"
+#include "tools/speculative_config.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -91,6 +92,9 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("--seed", f.seed, "seed of the generator for unseeded requests");
   cmd.add_option("--threads", f.threads, "CPU threads (default: all cores)")->check(CLI::PositiveNumber);
   cmd.add_option("--revision", f.revision, "revision of a Hugging Face cache model id");
+  cmd.add_option("--speculative-config", f.speculative_config,
+                 "speculative decoding, vLLM's JSON: '{\"method\": \"mtp\", \"num_speculative_tokens\": N}' "
+                 "(the checkpoint's MTP layer drafts, the model verifies)");
 }
 
 uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
@@ -122,7 +126,14 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   s.checkpoint = ck;
   // The CPU backend on this machine's best tier (FP4SERVE_CPU_ISA caps it); the model co-owns it.
   auto backend = std::make_shared<kernels::cpu::CpuBackend>(kernels::cpu::active_isa());
-  s.model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
+  const SpeculativeSettings spec =
+      f.speculative_config.empty() ? SpeculativeSettings{} : parse_speculative_config(f.speculative_config);
+  if (spec.enabled && !ck->has_mtp())
+    throw std::runtime_error("--speculative-config: MTP speculative decoding is unavailable: " +
+                             ck->mtp_unavailable_reason());
+  auto model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
+  if (spec.enabled) model->bind_mtp();
+  s.model = model;
   const std::filesystem::path tok_path = f.tokenizer.empty() ? ck->directory() : std::filesystem::path(f.tokenizer);
   s.tokenizer = load_tokenizer(tok_path);
   s.tokenizer_dir = tokenizer_directory(tok_path).string();
@@ -142,6 +153,11 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   c.snapshot_interval = f.snapshot_interval;
   c.num_kv_blocks_override = f.num_gpu_blocks_override;
   c.seed = f.seed;
+  if (spec.enabled) {
+    c.mtp = true;
+    c.num_speculative_tokens = spec.num_speculative_tokens;
+    s.decisions.push_back(spec.decision);
+  }
   if (f.kv_cache_memory.empty()) {
     const uint64_t avail = mem_available_bytes();
     const uint64_t lo = 256ull << 20, hi = 8ull << 30;

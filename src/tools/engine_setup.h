@@ -33,6 +33,7 @@ struct EngineFlags {
   uint64_t seed = 0;
   int threads = 0;
   std::string revision = "main";
+  std::string speculative_config;  // --speculative-config (JSON, vLLM's; speculative_config.h)
 };
 
 // Registers the flags above on a subcommand.
