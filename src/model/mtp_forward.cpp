@@ -43,6 +43,8 @@ TensorView Qwen35MoeModel::forward_mtp(std::span<const BatchSequence> step, cons
       throw std::invalid_argument("forward_mtp: an MTP step has no GDN state, snapshot copies or sink rows");
     if (step[s].logits == BatchSequence::Logits::kLast && ws.offsets[s + 1] > ws.offsets[s])
       ws.logit_rows.push_back(ws.offsets[s + 1] - 1);
+    if (step[s].logits == BatchSequence::Logits::kAll)  // tests: every row against the goldens
+      for (int64_t r = ws.offsets[s]; r < ws.offsets[s + 1]; ++r) ws.logit_rows.push_back(r);
   }
   const auto R = static_cast<int64_t>(ws.logit_rows.size());
   if (R > ws.limits.max_logit_rows || R > hidden_out.dim(0) || T > cat_scratch.dim(0) || T > hidden.dim(0))

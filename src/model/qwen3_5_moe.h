@@ -97,7 +97,7 @@ class Qwen35MoeModel {
   // and logits = lm_head(hidden'). A sequence's `tokens` are the token after each row's position
   // (the MTP at p predicts p + 2 from token p + 1 and the target's hidden state at p), `pos0` the
   // first row's position, `kv` one view: the MTP layer's paged KV (written at pos0 ..., attended
-  // causally), `logits` kLast or kNone (gdn, copies and sink rows must be empty). hidden: [T, H]
+  // causally), `logits` kLast, kNone or kAll (gdn, copies and sink rows must be empty). hidden: [T, H]
   // bf16, one row per token of the step in order. Runs in ws (overwriting the target's
   // activations); returns the logits rows [R, V] in ws and writes those rows' hidden' to
   // hidden_out [R, H] (what a chained draft feeds back as its hidden state).

@@ -22,6 +22,7 @@
 #include "model/qwen3_5_moe.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "server/metrics/stats_log_line.h"
 #include "tools/commands.h"
 #include "tools/engine_setup.h"
 #include "engine/engine.h"
@@ -138,6 +139,10 @@ void run_batch(const GenerateOptions& o) {
                static_cast<long long>(st.scheduler.num_preemptions),
                static_cast<long long>(st.scheduler.prefix_cache_hits),
                static_cast<long long>(st.scheduler.prefix_cache_queries));
+  if (st.scheduler.spec_decode.num_speculative_tokens > 0) {
+    const std::string spec = server::metrics::spec_decode_log_line({}, st.scheduler.spec_decode, s);
+    std::fprintf(stderr, "%s\n", spec.empty() ? "SpecDecoding metrics: no drafts verified" : spec.c_str());
+  }
 }
 
 void run_generate(const GenerateOptions& o) {
