@@ -139,6 +139,12 @@ void run_batch(const GenerateOptions& o) {
                static_cast<long long>(st.scheduler.num_preemptions),
                static_cast<long long>(st.scheduler.prefix_cache_hits),
                static_cast<long long>(st.scheduler.prefix_cache_queries));
+  // Decode speed apart from prefill: the tokens after each request's first over the time from its first
+  // token to its last (vLLM's request_decode_time), summed over requests (batch-1 runs: --max-num-seqs 1).
+  if (const double decode_s = st.request_decode_time.sum(); decode_s > 0 && generated > lines.size()) {
+    std::fprintf(stderr, "decode: %zu tokens after the first of each request in %.3f s of decode time: %.2f tok/s\n",
+                 generated - lines.size(), decode_s, static_cast<double>(generated - lines.size()) / decode_s);
+  }
   if (st.scheduler.spec_decode.num_speculative_tokens > 0) {
     const std::string spec = server::metrics::spec_decode_log_line({}, st.scheduler.spec_decode, s);
     std::fprintf(stderr, "%s\n", spec.empty() ? "SpecDecoding metrics: no drafts verified" : spec.c_str());

@@ -68,10 +68,20 @@ def random_mtp_state(text_cfg, seed):
 
 
 def add_mtp_block(model_dir, mtp):
-    """Writes mtp.safetensors, registers it in the index and sets mtp_num_hidden_layers 1."""
+    """Writes mtp.safetensors, registers it in the index and sets mtp_num_hidden_layers 1. A
+    single-file model's model.safetensors becomes model-00001-of-00001.safetensors: loaders (ours,
+    transformers) read model.safetensors alone when it exists, index or not."""
     from safetensors.torch import save_file
     from checkpoint_writer import write_json
     from safetensors_np import checkpoint_files, read_header
+    single = os.path.join(model_dir, "model.safetensors")
+    if os.path.exists(single):
+        os.replace(single, os.path.join(model_dir, "model-00001-of-00001.safetensors"))
+        write_json(os.path.join(model_dir, "model.safetensors.index.json"),
+                   {"metadata": {}, "weight_map": {k: "model-00001-of-00001.safetensors"
+                                                   for k in read_header(os.path.join(
+                                                       model_dir, "model-00001-of-00001.safetensors"))[0]
+                                                   if k != "__metadata__"}})
     old_files = [f for f in checkpoint_files(model_dir) if os.path.basename(f) != "mtp.safetensors"]
     save_file({k: v.contiguous() for k, v in mtp.items()}, os.path.join(model_dir, "mtp.safetensors"),
               metadata={"format": "pt"})
