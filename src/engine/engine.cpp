@@ -341,6 +341,10 @@ struct Engine::Impl {
     const std::vector<StepResult>& results =
         scheduler.update_from_emitted(step_sampling.accept(out, sampled), fork_tokens);
     runner.apply_verify_outcomes(out);
+    // Drafts for the next step, before the forks: the MTP drafter writes its KV rows into the blocks
+    // of the requests it ran, and a fork copies its source's partial block (every layer, the MTP's
+    // too) afterwards. It overwrites the step's workspace, which nothing reads after sampling.
+    if (drafter) drafter->propose_step(out, num_speculative_tokens, info.vocab_size, scheduler.running());
     runner.apply_forks(out);
     const Clock::time_point now = Clock::now();
     std::vector<ParentTrack*> touched;
@@ -356,7 +360,6 @@ struct Engine::Impl {
       if (std::find(touched.begin(), touched.end(), &p) == touched.end()) touched.push_back(&p);
     }
     for (ParentTrack* p : touched) flush_parent(parents.find(p->id), now);
-    if (drafter) drafter->propose_step(out, num_speculative_tokens, info.vocab_size, scheduler.running());
     {
       std::lock_guard lock(stats_mutex);
       stats.iteration_tokens.observe(step_tokens);

@@ -133,6 +133,26 @@ TEST(MtpSampling, SeededRequestsGetTheTokensOfTheRunWithoutDrafts) {
   EXPECT_EQ(run_all(config_with(3), rs), run_all(config_with(0), rs));
 }
 
+// n > 1: the children forked from the prompt (their partial block copied after the MTP wrote its
+// rows into it) decode with drafts too and keep their seeded tokens.
+TEST(MtpSampling, ForkedChildrenOfAnNRequestKeepTheirTokens) {
+  std::mt19937 rng(5);
+  EngineRequest r = greedy_request("n", random_prompt(rng, 21), 24);
+  r.params.n = 3;
+  r.params.temperature = 0.7;
+  r.params.seed = 9;
+  auto run = [&](int drafts) {
+    Engine engine(mtp_model(), qwen_tokenizer(), config_with(drafts));
+    Finished f = collect(*engine.submit(prepared(r)), 3);
+    EXPECT_FALSE(f.error);
+    return std::make_pair(f.tokens, engine.stats().scheduler.spec_decode.num_accepted_tokens);
+  };
+  const auto plain = run(0);
+  const auto mtp = run(2);
+  EXPECT_EQ(mtp.first, plain.first);
+  EXPECT_GT(mtp.second, 0);
+}
+
 // Unseeded requests draw from the engine's generator, so their streams differ with drafts; their
 // distribution must not. The third output token comes from a verify step's second row when the
 // draft for the second was accepted, else from the next step; sampled from top_k = 3 of the target's
