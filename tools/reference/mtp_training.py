@@ -6,9 +6,9 @@ target is the trunk's own prediction at p + 1 (the token the target model would 
 Only the MTP's parameters move: embed_tokens and lm_head are the trunk's (shared, as in every
 release). Float32, CPU, one thread, fixed seeds: deterministic.
 """
-import numpy as np
 import torch
 
+from goldens import build_causal_lm
 from mtp_reference import MtpReference
 
 
@@ -46,7 +46,6 @@ def train_mtp(text_cfg, dense_state, mtp_state, seqs, row_mask, steps, lr=2e-3, 
     the bf16 export keeps the argmax). row_mask [N, L - 1] bool selects the rows that count.
     head: a canary_model.CompactHead for a model whose unused lm_head rows are zero (exact softmax
     without the full vocabulary), else the full lm_head. Returns the trained MtpReference (float32)."""
-    from goldens import build_causal_lm
     trunk = build_causal_lm(text_cfg, dense_state, torch.float32)
     hidden, logits = trunk_targets(trunk, seqs)
     del trunk
@@ -83,7 +82,6 @@ def train_mtp(text_cfg, dense_state, mtp_state, seqs, row_mask, steps, lr=2e-3, 
 
 def self_generated(trunk_cfg, dense_state, n, prompt_len, gen_len, vocab, seed, temperature=1.0):
     """n sequences: random prompts continued by the trunk's own samples (what a drafter sees)."""
-    from goldens import build_causal_lm
     trunk = build_causal_lm(trunk_cfg, dense_state, torch.float32)
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, vocab, (n, prompt_len), generator=g)
@@ -97,12 +95,9 @@ def self_generated(trunk_cfg, dense_state, n, prompt_len, gen_len, vocab, seed, 
 
 def greedy_acceptance(ref, trunk_cfg, dense_state, seqs, row_mask):
     """Fraction of masked rows whose MTP argmax is the trunk's argmax at p + 1 (bf16 reference)."""
-    hidden, logits = trunk_targets(__import__("goldens").build_causal_lm(trunk_cfg, dense_state, torch.bfloat16),
-                                   seqs)
+    hidden, logits = trunk_targets(build_causal_lm(trunk_cfg, dense_state, torch.bfloat16), seqs)
     with torch.no_grad():
         lg, _ = ref.forward(seqs[:, 1:], hidden[:, :-1], torch.arange(seqs.shape[1] - 1))
     agree = lg.argmax(dim=-1) == logits[:, 1:].argmax(dim=-1)
     return float(agree[row_mask].float().mean())
 
-
-__all__ = ["train_mtp", "export_mtp_state", "self_generated", "greedy_acceptance", "np"]

@@ -42,8 +42,8 @@ void write(const std::filesystem::path& dir, const TensorPlan* mtp, const Edit& 
   const auto bf16 = [](std::string_view) { return WeightFormat::bf16(); };
   SafetensorsWriter w;
   auto zeros = [](uint64_t, std::span<std::byte> chunk) { std::memset(chunk.data(), 0, chunk.size()); };
-  for (const auto* t : make_tensor_plan(c, bf16, ExpertStorage::kFused).all_tensors())
-    w.add(t->name, t->dtype, t->shape, zeros);
+  const TensorPlan text = make_tensor_plan(c, bf16, ExpertStorage::kFused);
+  for (const auto* t : text.all_tensors()) w.add(t->name, t->dtype, t->shape, zeros);
   if (mtp) {
     for (const auto* t : mtp->all_tensors()) {
       if (t->optional) continue;
