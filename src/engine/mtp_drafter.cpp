@@ -92,8 +92,11 @@ void MtpDrafter::propose_step(const SchedulerOutput& step, int max_tokens, std::
     it.pos0 = s.start_position;
     it.rows = end - s.start_position;
     const bool decode = r.num_computed_tokens == r.num_tokens() - 1 && end == r.num_tokens() - 1;
-    it.budget = decode ? std::min(max_tokens, r.max_tokens() - r.num_output_tokens()) : 0;
-    if (config_.max_model_len > 0) it.budget = std::min(it.budget, config_.max_model_len - r.num_tokens());
+    // The scheduler runs at most room drafts (Scheduler: one token of the step is the verify row's
+    // own); drafting more would be wasted passes.
+    int room = r.max_tokens() - r.num_output_tokens() - 1;
+    if (config_.max_model_len > 0) room = std::min(room, config_.max_model_len - r.num_tokens() - 1);
+    it.budget = decode ? std::max(0, std::min(max_tokens, room)) : 0;
     items_.push_back(it);
     for (int j = 0; j < it.rows; ++j) target_rows_.push_back(it.row0 + j);
   }

@@ -15,6 +15,12 @@
 // scratch block of the drafter's (ids past the engine's block pool). Its entries are overwritten
 // once the target has checked the drafts, before anything attends to them again.
 //
+// Drafts are greedy (argmax), as vLLM's MTP proposer's. Verification samples each row as the plain
+// decode would and keeps drafts while they match (step_sampling.h): for a sampled request a draft d
+// is then kept with probability p_target(d), exactly what vLLM's rejection sampler gives a greedy
+// draft (accept with min(1, p(d) / q(d)), q(d) = 1), so acceptance is the same, and a seeded request
+// keeps the tokens of a run without drafts.
+//
 // Drafts never change the output (step_sampling.h verifies them); only their quality depends on
 // this: an MTP entry is stale when the block holding it was written by another request whose next
 // token differed (the last position of a shared prefix), or missing when a request finished in the
