@@ -1,4 +1,5 @@
 #include "tools/preflight_checks.h"
+#include "tools/speculative_config.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -374,7 +375,18 @@ engine::CachePlan preview_cache_plan(const ModelFacts& m, const EngineFlags& f, 
   in.max_num_seqs_explicit = f.max_num_seqs > 0;
   in.max_model_len = f.max_model_len > 0 ? f.max_model_len : static_cast<int>(m.max_position_embeddings);
   in.block_size = f.block_size;
-  in.kv_block_bytes = model::PagedKvCache::block_bytes(m.num_attention_layers, f.block_size, m.num_kv_heads, m.head_dim, *kv);
+  // MTP speculative decoding (as Engine plans it): the MTP layer's KV in the same blocks, and N GDN
+  // rollback entries per sequence. A malformed flag is serve's to refuse; here it plans without it.
+  int drafts = 0;
+  if (!f.speculative_config.empty()) {
+    try {
+      drafts = parse_speculative_config(f.speculative_config).num_speculative_tokens;
+    } catch (const std::runtime_error&) {
+    }
+  }
+  in.kv_block_bytes = model::PagedKvCache::block_bytes(m.num_attention_layers + (drafts > 0 ? 1 : 0), f.block_size,
+                                                      m.num_kv_heads, m.head_dim, *kv);
+  in.rollback_entries_per_seq = drafts;
   in.state_bytes_per_seq = m.gdn_state_bytes_per_seq;
   in.prefix_caching = f.enable_prefix_caching;
   in.num_kv_blocks_override = f.num_gpu_blocks_override;

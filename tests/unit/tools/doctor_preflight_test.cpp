@@ -205,6 +205,19 @@ TEST(Preflight, CachePlanPreviewMatchesTheEngineArithmetic) {
   EXPECT_THAT(rule(r, "cache-plan").detail, HasSubstr("--max-num-seqs 100000 needs"));
 }
 
+TEST(Preflight, CachePlanPreviewCountsMtpSpeculativeDecoding) {
+  ServeSettings s;
+  s.model = tiny("tiny-nvfp4");
+  s.engine.kv_cache_memory = "64MiB";
+  s.engine.max_num_seqs = 4;
+  const engine::CachePlan plain = preview_cache_plan(*s.model, s.engine, cpu_host());
+  s.engine.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 2})";
+  const engine::CachePlan mtp = preview_cache_plan(*s.model, s.engine, cpu_host());
+  // The MTP layer's KV in every block (2 attention layers' worth instead of 1) and 2 rollback
+  // entries per sequence out of the state budget: fewer blocks.
+  EXPECT_LT(mtp.num_kv_blocks, plain.num_kv_blocks / 2 + 1);
+}
+
 TEST(Preflight, MaxModelLenBeyondTheModelIsRefused) {
   ServeSettings s;
   s.model = tiny("tiny-bf16");
