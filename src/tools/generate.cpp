@@ -158,6 +158,9 @@ void run_generate(const GenerateOptions& o) {
     return;
   }
   if (o.prompt.empty() == o.prompt_ids.empty()) throw std::runtime_error("give exactly one of --prompt and --prompt-ids");
+  // The single-prompt path is the bare forward pass, not the engine: it has no drafter to run.
+  if (!o.engine.speculative_config.empty())
+    throw std::runtime_error("--speculative-config runs in the engine: use --batch FILE (one line for one prompt)");
   if (o.engine.threads > 0) kernels::cpu::set_num_threads(o.engine.threads);
   auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(o.model, LoadOptions{"main", true, true}));
   const model::Qwen35MoeModel m(ck);

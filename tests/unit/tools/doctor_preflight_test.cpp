@@ -218,6 +218,21 @@ TEST(Preflight, CachePlanPreviewCountsMtpSpeculativeDecoding) {
   EXPECT_LT(mtp.num_kv_blocks, plain.num_kv_blocks / 2 + 1);
 }
 
+TEST(Preflight, SpeculativeConfigNeedsTheCheckpointsMtpBlock) {
+  ServeSettings s;
+  s.model = tiny("tiny-bf16");  // has one (tools/reference/make_tiny_mtp.py)
+  EXPECT_EQ(rule(evaluate_preflight(s, cpu_host()), "speculative-config").verdict, Verdict::kNotApplicable);
+  s.engine.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 2})";
+  EXPECT_EQ(rule(evaluate_preflight(s, cpu_host()), "speculative-config").verdict, Verdict::kOk);
+  s.model = tiny("tiny-fp8");  // has none
+  const auto r = evaluate_preflight(s, cpu_host());
+  EXPECT_EQ(rule(r, "speculative-config").verdict, Verdict::kRefused);
+  EXPECT_THAT(rule(r, "speculative-config").detail, HasSubstr("MTP speculative decoding is unavailable"));
+  s.engine.speculative_config = R"({"method": "ngram", "num_speculative_tokens": 2})";
+  EXPECT_THAT(rule(evaluate_preflight(s, cpu_host()), "speculative-config").detail,
+              HasSubstr("method 'ngram' is not supported"));
+}
+
 TEST(Preflight, MaxModelLenBeyondTheModelIsRefused) {
   ServeSettings s;
   s.model = tiny("tiny-bf16");
