@@ -67,7 +67,7 @@ void print_mtp(const LoadedCheckpoint& ck) {
     if (formats.find(m.format.name()) == std::string::npos) formats += (formats.empty() ? "" : ", ") + m.format.name();
   }
   std::printf("MTP: %zu mtp.* tensors, 1 full-attention layer + MoE (experts %s), %s: weight bytes %llu (%s), "
-              "active bytes per draft token %llu; KV bytes per token %llu (bf16)\n",
+              "active bytes per draft token %llu + the shared lm_head's; KV bytes per token %llu (bf16)\n",
               ck.mtp_tensors_on_disk(), ck.mtp_expert_storage() == ExpertStorage::kFused ? "fused 3-D" : "per expert",
               formats.c_str(), static_cast<unsigned long long>(p.total_bytes()), human_bytes(p.total_bytes()).c_str(),
               static_cast<unsigned long long>(p.active_bytes_per_token()),
