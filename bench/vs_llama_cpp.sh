@@ -152,8 +152,9 @@ synth_model() {  # FORMAT -> prints the checkpoint dir
   if [ ! -f "$dir/.complete" ]; then
     log "synth: $fmt, $LAYERS layers, seed $SEED -> $dir"
     mkdir -p "$CACHE/models"
+    # --no-mtp: the comparison runs the trunk alone (no speculative decoding on either side).
     "$FP4SERVE" synth --preset qwen3.6-35b-a3b --layers "$LAYERS" --format "$fmt" --seed "$SEED" --force \
-      --no-progress "$dir" >&2
+      --no-progress --no-mtp "$dir" >&2
     touch "$dir/.complete"
   fi
   echo "$dir"
@@ -178,8 +179,8 @@ conversion_input() {  # CHECKPOINT_DIR -> prints the input dir
   echo "$in"
 }
 
-# --no-mtp: the config says mtp_num_hidden_layers = 1 (as the release's does) but synth writes no
-# mtp.* tensors (fp4serve does not use them); without it the GGUF would declare a nextn (MTP) block
+# --no-mtp: the config says mtp_num_hidden_layers = 1 (as the release's does) but the checkpoint is
+# synthesized with --no-mtp (no mtp.* tensors); without it the GGUF would declare a nextn (MTP) block
 # it has no tensors for (llama-bench skips MTP tensors, anything that loads them would fail).
 convert_to_gguf() {  # CHECKPOINT_DIR OUT.gguf [extra convert args...]
   local ck=$1 out=$2

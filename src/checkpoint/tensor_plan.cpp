@@ -249,6 +249,28 @@ TensorPlan make_tensor_plan(const ModelConfig& c, const FormatResolver& format_o
   return plan;
 }
 
+TensorPlan make_mtp_plan(const ModelConfig& c, const FormatResolver& format_of, ExpertStorage experts,
+                         bool kv_cache_scales) {
+  TensorPlan plan;
+  PlanBuilder b(format_of, plan);
+  const int64_t H = c.hidden_size;
+  const int64_t l = c.num_hidden_layers;  // vLLM numbers the MTP layer after the trunk (mtp_start_layer_idx)
+  auto norm = [&](const std::string& name) {
+    b.dense_module(name, l, {dense(name + ".weight", DType::kBF16, {H}, {DType::kF16, DType::kF32})});
+  };
+  norm("mtp.pre_fc_norm_embedding");
+  norm("mtp.pre_fc_norm_hidden");
+  b.linear("mtp.fc", l, H, 2 * H);  // input is concat(embedding, hidden): the embedding half first
+  const std::string lp = "mtp.layers.0.";
+  b.dense_module(lp + "layernorms", l,
+                 {dense(lp + "input_layernorm.weight", DType::kBF16, {H}, {DType::kF16, DType::kF32}),
+                  dense(lp + "post_attention_layernorm.weight", DType::kBF16, {H}, {DType::kF16, DType::kF32})});
+  add_gated_attention(b, c, l, lp, kv_cache_scales);
+  add_moe(b, c, l, lp, experts);
+  norm("mtp.norm");
+  return plan;
+}
+
 bool is_known_unused_tensor(std::string_view name) {
   return name.starts_with("mtp.") || name.starts_with("model.visual.") || name.starts_with("visual.");
 }

@@ -80,6 +80,16 @@ struct TensorPlan {
 TensorPlan make_tensor_plan(const ModelConfig& config, const FormatResolver& format_of,
                             ExpertStorage experts, bool kv_cache_scales = false);
 
+// The MTP (multi-token prediction) block stored under "mtp." (docs/model-arch.md §2.5): mtp.fc
+// [H, 2H], the three norms, and one full-attention decoder layer with its sparse MoE block
+// (mtp.layers.0.*). Planned apart from the text model because a checkpoint may lack it and still
+// serve: the loader checks it only when it is there, and only speculative decoding needs it.
+// `experts` is the MTP block's own storage (the NVFP4 release stores its MTP experts fused in
+// BF16 while its trunk is per-expert NVFP4); format_of is asked for every "mtp." module path.
+TensorPlan make_mtp_plan(const ModelConfig& config, const FormatResolver& format_of, ExpertStorage experts,
+                         bool kv_cache_scales = false);
+inline constexpr std::string_view kMtpPrefix = "mtp.";
+
 // The tensors of one linear of shape [out, in] in `format`, named "<path>.weight" etc.
 std::vector<PlannedTensor> linear_tensors(const std::string& path, const WeightFormat& format,
                                           int64_t out, int64_t in);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_set>
 
@@ -136,10 +137,11 @@ ExpertStorage detect_expert_storage(const ShardedCheckpoint& files, const ModelC
   return files.contains(p + "gate_up_proj") ? ExpertStorage::kFused : ExpertStorage::kPerExpert;
 }
 
-std::vector<std::string> check_against_plan(const ShardedCheckpoint& files, const TensorPlan& plan,
-                                            size_t* known_unused) {
-  std::vector<std::string> problems;
-  std::unordered_set<std::string_view> planned;
+namespace {
+
+// Missing, wrongly typed or shaped planned tensors and bad scale values; `planned` collects the names.
+void check_planned(const ShardedCheckpoint& files, const TensorPlan& plan, std::vector<std::string>& problems,
+                   std::unordered_set<std::string_view>& planned) {
   for (const auto& m : plan.modules) {
     for (const auto& t : m.tensors) {
       planned.insert(t.name);
@@ -164,6 +166,22 @@ std::vector<std::string> check_against_plan(const ShardedCheckpoint& files, cons
     }
     check_nvfp4_expert_scales(files, m, problems);
   }
+}
+
+std::string unexpected_str(const ShardedCheckpoint& files, const std::string& name) {
+  return fmt::format("unexpected: {} ({} {})", name, dtype_name(files.at(name).info->dtype),
+                     shape_str(files.at(name).info->shape));
+}
+
+bool is_float_dtype(DType d) { return d == DType::kBF16 || d == DType::kF16 || d == DType::kF32; }
+
+}  // namespace
+
+std::vector<std::string> check_against_plan(const ShardedCheckpoint& files, const TensorPlan& plan,
+                                            size_t* known_unused) {
+  std::vector<std::string> problems;
+  std::unordered_set<std::string_view> planned;
+  check_planned(files, plan, problems, planned);
   size_t unused = 0;
   for (const auto& name : files.tensor_names()) {
     if (planned.count(name)) continue;
@@ -171,11 +189,36 @@ std::vector<std::string> check_against_plan(const ShardedCheckpoint& files, cons
       ++unused;
       continue;
     }
-    problems.push_back(fmt::format("unexpected: {} ({} {})", name, dtype_name(files.at(name).info->dtype),
-                                   shape_str(files.at(name).info->shape)));
+    problems.push_back(unexpected_str(files, name));
   }
   if (known_unused) *known_unused = unused;
   return problems;
+}
+
+std::vector<std::string> check_mtp_against_plan(const ShardedCheckpoint& files, const TensorPlan& mtp_plan) {
+  std::vector<std::string> problems;
+  std::unordered_set<std::string_view> planned;
+  check_planned(files, mtp_plan, problems, planned);
+  for (const auto& name : files.tensor_names()) {
+    if (name.starts_with(kMtpPrefix) && !planned.count(name)) problems.push_back(unexpected_str(files, name));
+  }
+  return problems;
+}
+
+std::string LoadedCheckpoint::mtp_unavailable_reason() const {
+  if (has_mtp_) return {};
+  if (config_.mtp_num_hidden_layers == 0 && mtp_tensors_ == 0)
+    return "the checkpoint has no MTP layer (config.json mtp_num_hidden_layers is 0 and there are no mtp.* tensors)";
+  if (mtp_tensors_ == 0)
+    return fmt::format("the checkpoint has no mtp.* tensors (config.json says mtp_num_hidden_layers {}; some "
+                       "conversions drop them)",
+                       config_.mtp_num_hidden_layers);
+  std::string msg = fmt::format("the checkpoint's MTP layer ({} mtp.* tensors) is not usable: {} problem{}",
+                                mtp_tensors_, mtp_problems_.size(), mtp_problems_.size() == 1 ? "" : "s");
+  constexpr size_t kShown = 10;
+  for (size_t i = 0; i < mtp_problems_.size() && i < kShown; ++i) msg += "\n  " + mtp_problems_[i];
+  if (mtp_problems_.size() > kShown) msg += fmt::format("\n  ... and {} more", mtp_problems_.size() - kShown);
+  return msg;
 }
 
 LoadedCheckpoint LoadedCheckpoint::open(std::string_view model, const LoadOptions& options) {
@@ -199,8 +242,44 @@ LoadedCheckpoint LoadedCheckpoint::open(std::string_view model, const LoadOption
     if (problems.size() > kShown) msg += fmt::format("\n  ... and {} more", problems.size() - kShown);
     throw CheckpointError(ck.dir_.string(), msg);
   }
+  ck.open_mtp(kv_scales);
+  // The MTP block's pages are not touched: only speculative decoding reads them (bind_mtp), and the
+  // real one is 1.7 GB of BF16.
   if (options.touch_pages) touch_pages(*ck.files_, ck.plan_, options.show_progress);
   return ck;
+}
+
+void LoadedCheckpoint::open_mtp(bool kv_scales) {
+  for (const auto& name : files_->tensor_names())
+    if (name.starts_with(kMtpPrefix)) ++mtp_tensors_;
+  if (mtp_tensors_ == 0) return;
+  if (config_.mtp_num_hidden_layers != 1) {
+    mtp_problems_.push_back(fmt::format("config.json mtp_num_hidden_layers is {}; only 1 (every Qwen3.5/3.6 "
+                                        "release) is supported",
+                                        config_.mtp_num_hidden_layers));
+    return;
+  }
+  mtp_experts_ = files_->contains("mtp.layers.0.mlp.experts.gate_up_proj") ? ExpertStorage::kFused
+                                                                            : ExpertStorage::kPerExpert;
+  const ShardedCheckpoint& files = *files_;
+  const QuantConfig& quant = quant_;
+  const ExpertStorage experts = mtp_experts_;
+  const FormatResolver format_of = [&files, &quant, experts](std::string_view path) {
+    // Fused experts are only known unquantized; elsewhere a float ".weight" on disk means BF16.
+    if (experts == ExpertStorage::kFused && path.find(".mlp.experts.") != std::string_view::npos)
+      return WeightFormat::bf16();
+    auto w = files.find(std::string(path) + ".weight");
+    if (w.info && is_float_dtype(w.info->dtype)) return WeightFormat::bf16();
+    return quant.format_for(path);
+  };
+  try {
+    mtp_plan_ = make_mtp_plan(config_, format_of, mtp_experts_, kv_scales);
+    mtp_problems_ = check_mtp_against_plan(files, mtp_plan_);
+  } catch (const CheckpointError& e) {
+    mtp_problems_.push_back(e.what());
+  }
+  has_mtp_ = mtp_problems_.empty();
+  if (!has_mtp_) mtp_plan_ = {};
 }
 
 WeightView LoadedCheckpoint::tensor(std::string_view name) const {

@@ -61,6 +61,20 @@ class LoadedCheckpoint {
 
   // Tensors present in the files that the text model does not use (MTP head, vision tower).
   size_t known_unused_tensors() const { return known_unused_; }
+
+  // The MTP block (make_mtp_plan, docs/model-arch.md §2.5), checked apart from the text model: a
+  // checkpoint without it serves normally, one whose block does not match its plan serves too and
+  // names the problems when speculative decoding is asked for. Each MTP linear's format is the one
+  // its tensors have on disk where they are unquantized: every release keeps mtp.* in BF16, though
+  // not every quantization config says so (ModelOpt's NVFP4 config omits mtp.fc; vLLM forces it
+  // unquantized the same way).
+  bool has_mtp() const { return has_mtp_; }
+  const TensorPlan& mtp_plan() const { return mtp_plan_; }
+  ExpertStorage mtp_expert_storage() const { return mtp_experts_; }
+  size_t mtp_tensors_on_disk() const { return mtp_tensors_; }
+  const std::vector<std::string>& mtp_problems() const { return mtp_problems_; }
+  // Why MTP speculative decoding cannot run on this checkpoint; empty when it can.
+  std::string mtp_unavailable_reason() const;
   uint64_t file_bytes() const;
   // Reads every page of the planned tensors once (what LoadOptions::touch_pages does at open), for a
   // caller that opened without it and then learned it needs the bytes (a packed-weight cache miss).
@@ -68,6 +82,8 @@ class LoadedCheckpoint {
 
  private:
   LoadedCheckpoint() = default;
+  // Finds and checks the MTP block (after the text model's plan passed).
+  void open_mtp(bool kv_scales);
 
   std::filesystem::path dir_;
   ModelConfig config_;
@@ -77,6 +93,11 @@ class LoadedCheckpoint {
   ExpertStorage experts_ = ExpertStorage::kPerExpert;
   std::shared_ptr<ShardedCheckpoint> files_;
   size_t known_unused_ = 0;
+  bool has_mtp_ = false;
+  TensorPlan mtp_plan_;
+  ExpertStorage mtp_experts_ = ExpertStorage::kFused;
+  size_t mtp_tensors_ = 0;
+  std::vector<std::string> mtp_problems_;
 };
 
 // The checks behind open(), usable on their own (tests, inspect on a partial model): returns one
@@ -84,6 +105,10 @@ class LoadedCheckpoint {
 // "unexpected: ...", and value checks such as unequal NVFP4 gate/up global scales). Empty = OK.
 std::vector<std::string> check_against_plan(const ShardedCheckpoint& files, const TensorPlan& plan,
                                             size_t* known_unused = nullptr);
+
+// The MTP block's checks: the planned tensors of mtp_plan (missing, dtype, shape, scale values) and
+// any other "mtp." tensor in the files (unexpected). Empty = usable.
+std::vector<std::string> check_mtp_against_plan(const ShardedCheckpoint& files, const TensorPlan& mtp_plan);
 
 // Whether the routed experts of this checkpoint are fused 3-D tensors or per-expert 2-D ones.
 ExpertStorage detect_expert_storage(const ShardedCheckpoint& files, const ModelConfig& config);

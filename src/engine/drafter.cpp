@@ -19,4 +19,9 @@ void propose_drafts(Drafter& drafter, int max_tokens, std::int64_t vocab_size, s
   }
 }
 
+void Drafter::propose_step(const SchedulerOutput&, int max_tokens, std::int64_t vocab_size,
+                           std::span<Request* const> running) {
+  propose_drafts(*this, max_tokens, vocab_size, running);
+}
+
 }  // namespace fp4serve::engine

@@ -4,9 +4,10 @@
 // What the drafter proposes never changes the output, only how many tokens a step yields, so a
 // drafter may be wrong, slow to warm up or return nothing.
 //
-// No real drafter exists yet (MTP, which needs the model's hidden states, is a later issue); tests use
-// fake ones that propose known tokens. Without a drafter the engine never schedules drafts and behaves
-// exactly as before.
+// The real drafter is the checkpoint's MTP layer (mtp_drafter.h), which needs the step the engine has
+// just run (the target's hidden states) and so overrides propose_step; tests also use fake ones that
+// propose known tokens through propose(). Without a drafter the engine never schedules drafts and
+// behaves exactly as before.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 namespace fp4serve::engine {
 
 class Request;
+struct SchedulerOutput;
 
 // What a drafter sees of a request.
 struct DraftRequest {
@@ -30,6 +32,12 @@ class Drafter {
   virtual ~Drafter() = default;
   // Appends up to max_tokens proposed token ids to `out` (empty on entry). Called on the engine thread.
   virtual void propose(const DraftRequest& request, int max_tokens, std::vector<std::int32_t>& out) = 0;
+  // The engine's call after each step, once the scheduler has taken the step's tokens (accepted
+  // drafts, rollbacks) and before the next schedule(): fills draft_token_ids of the running requests.
+  // `step` is the step just run (its ScheduledRequest::request pointers may name requests that have
+  // finished since: only those in `running` may be dereferenced). The default is propose_drafts.
+  virtual void propose_step(const SchedulerOutput& step, int max_tokens, std::int64_t vocab_size,
+                            std::span<Request* const> running);
 };
 
 // Fills draft_token_ids of each running request in decode (its next step runs only its last token)

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/drafter.h"
+#include "engine/mtp_drafter.h"
 #include "engine/engine_error.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
@@ -110,9 +111,19 @@ struct Engine::Impl {
         sampler(make_sampler_config(), model->backend()),
         runner(*model, ModelRunnerConfig{plan.num_kv_blocks, c.block_size, c.kv_dtype, plan.num_state_slots,
                                          plan.num_snapshots, c.max_num_batched_tokens, plan.max_num_seqs,
-                                         info.max_model_len, c.num_speculative_tokens}),
+                                         info.max_model_len, c.num_speculative_tokens, c.mtp,
+                                         c.mtp ? plan.max_num_seqs * MtpDrafter::scratch_blocks_per_seq(
+                                                                         c.num_speculative_tokens, c.block_size)
+                                               : 0}),
         drafter(c.drafter),
         num_speculative_tokens(c.num_speculative_tokens) {
+    if (c.mtp) {
+      drafter = std::make_shared<MtpDrafter>(
+          *model, runner,
+          MtpDrafterConfig{c.num_speculative_tokens, c.max_num_batched_tokens, plan.max_num_seqs, info.max_model_len,
+                           plan.num_kv_blocks,
+                           MtpDrafter::scratch_blocks_per_seq(c.num_speculative_tokens, c.block_size)});
+    }
     stats.request_prompt_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_max_num_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
@@ -508,6 +519,10 @@ struct Engine::Impl {
     const std::vector<StepResult>& results =
         scheduler.update_from_emitted(step_sampling.accept(out, sampled), fork_tokens);
     runner.apply_verify_outcomes(out);
+    // Drafts for the next step, before the forks: the MTP drafter writes its KV rows into the blocks
+    // of the requests it ran, and a fork copies its source's partial block (every layer, the MTP's
+    // too) afterwards. It overwrites the step's workspace, which nothing reads after sampling.
+    if (drafter) drafter->propose_step(out, num_speculative_tokens, info.vocab_size, scheduler.running());
     runner.apply_forks(out);
     const Clock::time_point now = Clock::now();
     std::vector<ParentTrack*> touched;
@@ -524,10 +539,9 @@ struct Engine::Impl {
     }
     advance_structured(results);
     for (ParentTrack* p : touched) flush_parent(parents.find(p->id), now);
-    if (drafter) {
-      propose_drafts(*drafter, num_speculative_tokens, info.vocab_size, scheduler.running());
-      StructuredRows::cut_drafts(scheduler.running(), structured_of);
-    }
+    // Drafts the grammar refuses are cut before the next step schedules them (after the matchers took
+    // this step's tokens: the drafts follow them).
+    if (drafter) StructuredRows::cut_drafts(scheduler.running(), structured_of);
     {
       std::lock_guard lock(stats_mutex);
       stats.iteration_tokens.observe(step_tokens);
@@ -752,11 +766,19 @@ Engine::Engine(std::shared_ptr<const model::Qwen35MoeModel> model, std::shared_p
   in.max_num_seqs_explicit = config.max_num_seqs > 0;
   in.max_model_len = config.max_model_len;
   in.block_size = config.block_size;
-  in.kv_block_bytes = model::PagedKvCache::block_bytes(num_attn, config.block_size,
+  if (config.mtp && !model->has_mtp()) {
+    const std::string why = model->checkpoint().mtp_unavailable_reason();
+    throw EngineConfigError("MTP speculative decoding is unavailable: " +
+                            (why.empty() ? std::string("the model's MTP head is not loaded") : why));
+  }
+  // The MTP layer's KV lives in the same blocks, as one more attention layer.
+  in.kv_block_bytes = model::PagedKvCache::block_bytes(num_attn + (config.mtp ? 1 : 0), config.block_size,
                                                       static_cast<int>(mc.num_key_value_heads),
                                                       static_cast<int>(mc.head_dim), config.kv_dtype);
   in.state_bytes_per_seq = num_gdn > 0 ? model::GdnStateArena::entry_bytes(num_gdn, model->gdn_dims()) : 0;
-  if (!config.drafter) config.num_speculative_tokens = 0;
+  if (!config.drafter && !config.mtp) config.num_speculative_tokens = 0;
+  if (config.mtp && config.num_speculative_tokens < 1)
+    throw EngineConfigError("MTP speculative decoding needs num_speculative_tokens >= 1");
   if (config.num_speculative_tokens < 0 || config.num_speculative_tokens > kMaxSpeculativeTokens)
     throw EngineConfigError(fmt::format("num_speculative_tokens {} is outside 0 .. {}", config.num_speculative_tokens,
                                         kMaxSpeculativeTokens));

@@ -66,6 +66,10 @@ struct EngineConfig {
   // issue): tests and embedders only. The GDN rollback entries come out of cache_memory_bytes.
   std::shared_ptr<Drafter> drafter;
   int num_speculative_tokens = 0;
+  // The checkpoint's MTP layer as the drafter (mtp_drafter.h; serve's --speculative-config with
+  // method "mtp"), instead of `drafter`: the model must have its MTP head bound (bind_mtp), the KV
+  // cache gets the MTP layer's KV in the same blocks (so fewer blocks fit the budget).
+  bool mtp = false;
 };
 
 struct EngineRequest {

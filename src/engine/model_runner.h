@@ -38,6 +38,11 @@ struct ModelRunnerConfig {
   // Most drafts a request verifies per step: sizes the GDN rollback arena (max_num_seqs x this) and
   // the logits rows of a step (max_num_seqs x (1 + this)).
   int num_speculative_tokens = 0;
+  // MTP speculative decoding (mtp_drafter.h): the KV cache gets one more layer, the MTP layer's, in
+  // the same blocks, and extra_kv_blocks blocks past num_kv_blocks (the drafter's scratch, never
+  // handed out by the engine's block pool).
+  bool mtp_kv_layer = false;
+  int extra_kv_blocks = 0;
 };
 
 class ModelRunner {
@@ -64,6 +69,11 @@ class ModelRunner {
 
   const model::Qwen35MoeModel& model() const { return *model_; }
   const model::StepWorkspace& workspace() const { return ws_; }
+  // The workspace for the MTP drafter's passes, which run after the step's outputs are taken and
+  // before the next execute() (they overwrite the step's activations and logits).
+  model::StepWorkspace& scratch_workspace() { return ws_; }
+  // The KV layer of the MTP head, or -1 without one.
+  int mtp_kv_layer() const { return config_.mtp_kv_layer ? num_attention_layers_ : -1; }
   // For tests: the memory behind slot ids and block ids.
   const model::GdnStateArena& state_slots() const { return slots_; }
   const model::PagedKvCache& kv_cache() const { return kv_; }

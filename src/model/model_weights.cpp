@@ -58,6 +58,7 @@ class Binder {
       : ck_(ck), w_(w), backend_(backend),
         release_([&ck](std::span<const std::byte> range) { ck.files().release_pages(range); }) {
     for (const auto& m : ck.plan().modules) modules_[m.path] = &m;
+    for (const auto& m : ck.mtp_plan().modules) modules_[m.path] = &m;
   }
 
   // The backend's form of a linear. Once it has its own copy (the CPU's panels, a GPU upload) it
@@ -157,7 +158,7 @@ class Binder {
   }
 
   // Host views of the block's weights, prepared by the backend as one MoE.
-  kernels::MoeHandle bind_moe(const std::string& lp) {
+  kernels::MoeHandle bind_moe(const std::string& lp, ExpertStorage storage) {
     const ModelConfig& c = ck_.config();
     const std::string p = lp + "mlp.";
     kernels::MoeWeights moe;
@@ -167,7 +168,7 @@ class Binder {
     const int64_t E = c.num_experts, I = c.moe_intermediate_size, H = c.hidden_size;
     const PlannedModule& experts = module(p + "experts");
     moe.experts.resize(static_cast<size_t>(E));
-    if (ck_.expert_storage() == ExpertStorage::kFused) {
+    if (storage == ExpertStorage::kFused) {
       // gate_up_proj [E, 2I, H]: rows [0, I) gate, [I, 2I) up; down_proj [E, H, I].
       const WeightView gu = kernels::bf16_weight(as_bf16(ck_, p + "experts.gate_up_proj", w_.owned), E * 2 * I, H,
                                                  p + "experts.gate_up_proj");
@@ -230,7 +231,7 @@ ModelWeights bind_model_weights(const LoadedCheckpoint& ck, kernels::Backend& ba
     } else {
       b.bind_gdn(l, lp, L.gdn);
     }
-    L.moe = b.bind_moe(lp);
+    L.moe = b.bind_moe(lp, ck.expert_storage());
   }
   w.final_norm = b.params(c.tensor_prefix + "norm.weight");
   w.lm_head = c.tie_word_embeddings
@@ -249,6 +250,23 @@ ModelWeights bind_model_weights(const LoadedCheckpoint& ck, kernels::Backend& ba
   }
   if (c.mrope_section.empty()) w.rope.sections[0] = w.rope.rotary_dim / 2;  // plain RoPE: all dims on T
   return w;
+}
+
+MtpWeights bind_mtp_weights(const LoadedCheckpoint& ck, kernels::Backend& backend, ModelWeights& w) {
+  if (!ck.has_mtp()) throw CheckpointError(ck.directory().string(), ck.mtp_unavailable_reason());
+  MtpWeights m;
+  Binder b(ck, w, backend);
+  m.pre_fc_norm_embedding = b.params("mtp.pre_fc_norm_embedding.weight");
+  m.pre_fc_norm_hidden = b.params("mtp.pre_fc_norm_hidden.weight");
+  m.fc = b.linear("mtp.fc");
+  const std::string lp = "mtp.layers.0.";
+  m.layer.kind = LayerKind::kFullAttention;
+  m.layer.input_norm = b.params(lp + "input_layernorm.weight");
+  m.layer.post_norm = b.params(lp + "post_attention_layernorm.weight");
+  b.bind_attention(lp, m.layer.attn);
+  m.layer.moe = b.bind_moe(lp, ck.mtp_expert_storage());
+  m.norm = b.params("mtp.norm.weight");
+  return m;
 }
 
 }  // namespace fp4serve::model

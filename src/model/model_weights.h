@@ -50,6 +50,17 @@ struct LayerWeights {
   kernels::MoeHandle moe;
 };
 
+// The MTP block (docs/model-arch.md §2.5; vLLM qwen3_5_mtp.py): three (1 + w) norms, fc over
+// concat(embedding, hidden) and one full-attention decoder layer with its sparse MoE block. The
+// embedding table and lm_head are the trunk's (mtp_use_dedicated_embeddings is false in every release).
+struct MtpWeights {
+  kernels::TensorView pre_fc_norm_embedding;  // [H] f32
+  kernels::TensorView pre_fc_norm_hidden;     // [H] f32
+  kernels::LinearHandle fc;                   // [H, 2H]
+  LayerWeights layer;                         // kind kFullAttention
+  kernels::TensorView norm;                   // [H] f32
+};
+
 struct ModelWeights {
   kernels::TensorView embed_tokens;  // [vocab, H] bf16 (a converted copy if the file is not bf16)
   std::vector<LayerWeights> layers;
@@ -60,11 +71,17 @@ struct ModelWeights {
   // Host tensors converted at load (bf16-rounded norms, a bf16 copy of a non-bf16 embedding) that
   // prepared views may point into (the CPU backend uses host memory in place).
   std::vector<std::shared_ptr<void>> owned;
+  // Bound on request (Qwen35MoeModel::bind_mtp): only speculative decoding reads it.
+  std::shared_ptr<const MtpWeights> mtp;
 };
 
 // Throws CheckpointError naming the tensor when something cannot be bound (e.g. a layout the
 // forward pass does not support yet). The backend prepares every weight (and keeps them); it must
 // outlive the returned weights.
 ModelWeights bind_model_weights(const LoadedCheckpoint& ck, kernels::Backend& backend);
+
+// The checkpoint's MTP block, prepared by `backend`; host copies go to w.owned. Throws
+// CheckpointError with LoadedCheckpoint::mtp_unavailable_reason() when it has no usable one.
+MtpWeights bind_mtp_weights(const LoadedCheckpoint& ck, kernels::Backend& backend, ModelWeights& w);
 
 }  // namespace fp4serve::model

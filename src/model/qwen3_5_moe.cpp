@@ -158,11 +158,11 @@ std::vector<float> Qwen35MoeModel::forward_batch(const std::vector<BatchSequence
   return out;
 }
 
-void Qwen35MoeModel::stage_inputs(std::span<const BatchSequence> step, StepWorkspace& ws) const {
+void Qwen35MoeModel::stage_inputs(std::span<const BatchSequence> step, StepWorkspace& ws, bool mtp) const {
   const ModelConfig& c = config();
   const int64_t V = c.vocab_size;
-  const size_t num_gdn = static_cast<size_t>(c.num_linear_attention_layers());
-  const size_t num_attn = static_cast<size_t>(c.num_full_attention_layers());
+  const size_t num_gdn = mtp ? 0 : static_cast<size_t>(c.num_linear_attention_layers());
+  const size_t num_attn = mtp ? 1 : static_cast<size_t>(c.num_full_attention_layers());
   int64_t T = 0;
   for (const BatchSequence& s : step) T += static_cast<int64_t>(s.tokens.size());
   if (T > ws.limits.max_tokens || static_cast<int64_t>(step.size()) > std::max<int64_t>(ws.limits.max_seqs, 0))

@@ -81,12 +81,37 @@ class Qwen35MoeModel {
   // Rows per lm_head block for sink rows.
   static constexpr int64_t kSinkBlockRows = StepWorkspace::kSinkBlockRows;
 
+  // ---- The MTP head (speculative decoding's drafter; mtp_forward.cpp, docs/model-arch.md §2.5) ----
+  // Prepares the checkpoint's MTP block on the backend (its weights cost memory, so only on
+  // request). Throws CheckpointError naming why when the checkpoint has no usable one.
+  void bind_mtp();
+  bool has_mtp() const { return w_.mtp != nullptr; }
+
+  // What the MTP reads of the target: rows `rows` of the last step's residual stream (ws.x, valid
+  // until the next step on ws) through the final norm into out [rows, H] bf16 -- the bits the
+  // target's lm_head reads for those rows (vLLM feeds the MTP the model's normed output).
+  void target_hidden_rows(const StepWorkspace& ws, std::span<const int64_t> rows, const kernels::TensorView& out) const;
+
+  // One MTP step, following vLLM's Qwen3_5MultiTokenPredictor: per row at position p,
+  //   u = fc(concat(norm_e(embed(token)), norm_h(hidden)));  u = DecoderLayer(u);  hidden' = norm(u)
+  // and logits = lm_head(hidden'). A sequence's `tokens` are the token after each row's position
+  // (the MTP at p predicts p + 2 from token p + 1 and the target's hidden state at p), `pos0` the
+  // first row's position, `kv` one view: the MTP layer's paged KV (written at pos0 ..., attended
+  // causally), `logits` kLast, kNone or kAll (gdn, copies and sink rows must be empty). hidden: [T, H]
+  // bf16, one row per token of the step in order. Runs in ws (overwriting the target's
+  // activations); returns the logits rows [R, V] in ws and writes those rows' hidden' to
+  // hidden_out [R, H] (what a chained draft feeds back as its hidden state).
+  kernels::TensorView forward_mtp(std::span<const BatchSequence> step, const kernels::TensorView& hidden,
+                                  StepWorkspace& ws, const kernels::TensorView& cat_scratch,
+                                  const kernels::TensorView& hidden_out) const;
+
   const kernels::GdnDims& gdn_dims() const { return w_.gdn_dims; }
   const ModelWeights& weights() const { return w_; }
 
  private:
   // Token ids, positions and row offsets of the step into ws (checked against the vocabulary).
-  void stage_inputs(std::span<const BatchSequence> step, StepWorkspace& ws) const;
+  // mtp: an MTP step (no GDN states, one KV view per sequence).
+  void stage_inputs(std::span<const BatchSequence> step, StepWorkspace& ws, bool mtp = false) const;
   void gated_deltanet(const LayerWeights& layer, size_t gdn_index, std::span<const BatchSequence> step,
                       StepWorkspace& ws, int64_t T) const;
   void gated_attention(const LayerWeights& layer, size_t attn_index, std::span<const BatchSequence> step,

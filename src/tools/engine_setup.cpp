@@ -1,4 +1,5 @@
 #include "tools/engine_setup.h"
+#include "tools/speculative_config.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -95,6 +96,9 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_flag("!--no-weight-cache", f.weight_cache,
                "pack the CPU weights at every start instead of mapping them from the packed-weight cache file "
                "written next to the model at the first start");
+  cmd.add_option("--speculative-config", f.speculative_config,
+                 "speculative decoding, vLLM's JSON: '{\"method\": \"mtp\", \"num_speculative_tokens\": N}' "
+                 "(the checkpoint's MTP layer drafts, the model verifies)");
 }
 
 uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
@@ -132,11 +136,17 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   s.checkpoint = ck;
   // The CPU backend on this machine's best tier (FP4SERVE_CPU_ISA caps it); the model co-owns it.
   auto backend = std::make_shared<kernels::cpu::CpuBackend>(kernels::cpu::active_isa());
+  const SpeculativeSettings spec =
+      f.speculative_config.empty() ? SpeculativeSettings{} : parse_speculative_config(f.speculative_config);
+  if (spec.enabled && !ck->has_mtp())
+    throw std::runtime_error("--speculative-config: MTP speculative decoding is unavailable: " +
+                             ck->mtp_unavailable_reason());
   bool cache_hit = false;
   if (f.weight_cache && backend->packs_weights()) {
     const auto file = weight_cache_file(ck->directory(), kernels::cpu::isa_name(backend->isa()));
     const uint64_t free_bytes = free_bytes_for(file);
-    cache_hit = backend->use_weight_cache(file, checkpoint_identity(*ck));
+    // The MTP layer's panels follow the model's when it is bound: a different set of entries.
+    cache_hit = backend->use_weight_cache(file, checkpoint_identity(*ck) + (spec.enabled ? "|mtp" : ""));
     if (!cache_hit && free_bytes < ck->file_bytes() + (uint64_t{1} << 30)) {
       // Too little room for a copy of the weights: pack as before and say why nothing is written.
       backend = std::make_shared<kernels::cpu::CpuBackend>(kernels::cpu::active_isa());
@@ -148,7 +158,9 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   }
   if (!cache_hit) ck->touch_weight_pages(true);
   ph.mark("load");
-  s.model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
+  auto model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
+  if (spec.enabled) model->bind_mtp();
+  s.model = model;
   if (const std::string line = backend->finish_weight_cache(); !line.empty()) s.decisions.push_back(line);
   ph.mark(cache_hit ? "map weights" : "pack weights");
   const std::filesystem::path tok_path = f.tokenizer.empty() ? ck->directory() : std::filesystem::path(f.tokenizer);
@@ -171,6 +183,11 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   c.snapshot_interval = f.snapshot_interval;
   c.num_kv_blocks_override = f.num_gpu_blocks_override;
   c.seed = f.seed;
+  if (spec.enabled) {
+    c.mtp = true;
+    c.num_speculative_tokens = spec.num_speculative_tokens;
+    s.decisions.push_back(spec.decision);
+  }
   if (f.kv_cache_memory.empty()) {
     const uint64_t avail = mem_available_bytes();
     const uint64_t lo = 256ull << 20, hi = 8ull << 30;

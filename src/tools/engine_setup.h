@@ -36,6 +36,7 @@ struct EngineFlags {
   int threads = 0;
   ModelSourceFlags source;       // --revision, --download-dir
   bool weight_cache = true;      // --no-weight-cache: pack at every start, write no cache file
+  std::string speculative_config;  // --speculative-config (JSON, vLLM's; speculative_config.h)
 };
 
 // Registers the flags above on a subcommand.

@@ -22,6 +22,7 @@
 #include "model/qwen3_5_moe.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "server/metrics/stats_log_line.h"
 #include "tools/commands.h"
 #include "tools/engine_setup.h"
 #include "engine/engine.h"
@@ -138,6 +139,16 @@ void run_batch(const GenerateOptions& o) {
                static_cast<long long>(st.scheduler.num_preemptions),
                static_cast<long long>(st.scheduler.prefix_cache_hits),
                static_cast<long long>(st.scheduler.prefix_cache_queries));
+  // Decode speed apart from prefill: the tokens after each request's first over the time from its first
+  // token to its last (vLLM's request_decode_time), summed over requests (batch-1 runs: --max-num-seqs 1).
+  if (const double decode_s = st.request_decode_time.sum(); decode_s > 0 && generated > lines.size()) {
+    std::fprintf(stderr, "decode: %zu tokens after the first of each request in %.3f s of decode time: %.2f tok/s\n",
+                 generated - lines.size(), decode_s, static_cast<double>(generated - lines.size()) / decode_s);
+  }
+  if (st.scheduler.spec_decode.num_speculative_tokens > 0) {
+    const std::string spec = server::metrics::spec_decode_log_line({}, st.scheduler.spec_decode, s);
+    std::fprintf(stderr, "%s\n", spec.empty() ? "SpecDecoding metrics: no drafts verified" : spec.c_str());
+  }
 }
 
 void run_generate(const GenerateOptions& o) {
@@ -147,6 +158,9 @@ void run_generate(const GenerateOptions& o) {
     return;
   }
   if (o.prompt.empty() == o.prompt_ids.empty()) throw std::runtime_error("give exactly one of --prompt and --prompt-ids");
+  // The single-prompt path is the bare forward pass, not the engine: it has no drafter to run.
+  if (!o.engine.speculative_config.empty())
+    throw std::runtime_error("--speculative-config runs in the engine: use --batch FILE (one line for one prompt)");
   if (o.engine.threads > 0) kernels::cpu::set_num_threads(o.engine.threads);
   auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(resolve_model_dir(o.model, o.engine.source), LoadOptions{"main", true, true}));
   const model::Qwen35MoeModel m(ck);

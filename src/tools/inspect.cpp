@@ -55,6 +55,26 @@ void print_layer_plan(const ModelConfig& c) {
               static_cast<long long>(c.num_full_attention_layers()), plan.c_str(), full.c_str());
 }
 
+// The MTP block (speculative decoding's drafter): what it holds, or why it cannot be used.
+void print_mtp(const LoadedCheckpoint& ck) {
+  if (!ck.has_mtp()) {
+    std::printf("MTP: not usable for speculative decoding: %s\n", ck.mtp_unavailable_reason().c_str());
+    return;
+  }
+  const TensorPlan& p = ck.mtp_plan();
+  std::string formats;
+  for (const auto& m : p.modules) {
+    if (m.kind != ModuleKind::kLinear && m.kind != ModuleKind::kRoutedExperts) continue;
+    if (formats.find(m.format.name()) == std::string::npos) formats += (formats.empty() ? "" : ", ") + m.format.name();
+  }
+  std::printf("MTP: %zu mtp.* tensors, 1 full-attention layer + MoE (experts %s), %s: weight bytes %llu (%s), "
+              "active bytes per draft token %llu + the shared lm_head's; KV bytes per token %llu (bf16)\n",
+              ck.mtp_tensors_on_disk(), ck.mtp_expert_storage() == ExpertStorage::kFused ? "fused 3-D" : "per expert",
+              formats.c_str(), static_cast<unsigned long long>(p.total_bytes()), human_bytes(p.total_bytes()).c_str(),
+              static_cast<unsigned long long>(p.active_bytes_per_token()),
+              static_cast<unsigned long long>(2 * 2 * ck.config().kv_dim()));
+}
+
 void print_modules(const ModelConfig& c, const TensorPlan& plan) {
   struct Row {
     int count = 0;
@@ -108,6 +128,7 @@ void run_inspect(const std::string& model, const ModelSourceFlags& source) {
               static_cast<long long>(c.linear_key_head_dim), static_cast<long long>(c.linear_value_head_dim),
               static_cast<long long>(c.linear_conv_dim()), static_cast<long long>(c.linear_conv_kernel_dim - 1));
   std::printf("active bytes per token: %llu\n", static_cast<unsigned long long>(plan.active_bytes_per_token()));
+  print_mtp(ck);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "tools/preflight_checks.h"
+#include "tools/speculative_config.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -273,7 +274,9 @@ void gpu_rules(const ServeSettings& s, const HostInfo& h, Rules& r) {
 int model_rules(const ServeSettings& s, const HostInfo& h, Rules& r) {
   const char* none = "no MODEL given (serve would use the built-in demo model)";
   if (!s.model) {
-    for (const char* rule : {"model-layout", "module-formats", "tokenizer", "max-model-len", "cache-plan"}) r.na(rule, none);
+    for (const char* rule : {"model-layout", "module-formats", "tokenizer", "speculative-config", "max-model-len",
+                             "cache-plan"})
+      r.na(rule, none);
     return s.engine.max_num_seqs;
   }
   const ModelFacts& m = *s.model;
@@ -285,6 +288,19 @@ int model_rules(const ServeSettings& s, const HostInfo& h, Rules& r) {
   for (const auto& u : m.unsupported_modules) bad += (bad.empty() ? "" : "; ") + u;
   r.check("module-formats", !m.unsupported_modules.empty(), bad, "every module has a CPU kernel");
   r.check("tokenizer", !m.tokenizer_problem.empty(), m.tokenizer_problem, "tokenizer.json found");
+  // --speculative-config: serve refuses a malformed one, and MTP on a checkpoint without its block.
+  if (s.engine.speculative_config.empty()) {
+    r.na("speculative-config", "no --speculative-config");
+  } else {
+    try {
+      const SpeculativeSettings spec = parse_speculative_config(s.engine.speculative_config);
+      r.check("speculative-config", !m.mtp_problem.empty(),
+              "--speculative-config: MTP speculative decoding is unavailable: " + m.mtp_problem,
+              fmt::format("MTP, {} draft tokens per step", spec.num_speculative_tokens));
+    } catch (const std::runtime_error& e) {
+      r.refused("speculative-config", e.what());
+    }
+  }
   r.check("max-model-len", s.engine.max_model_len > m.max_position_embeddings,
           fmt::format("--max-model-len {} is larger than the model's max_position_embeddings {} (config.json)",
                       s.engine.max_model_len, m.max_position_embeddings),
@@ -333,6 +349,7 @@ ModelFacts model_facts(const LoadedCheckpoint& ck, const std::string& tokenizer_
   f.num_kv_heads = static_cast<int>(c.num_key_value_heads);
   f.head_dim = static_cast<int>(c.head_dim);
   f.gdn_state_bytes_per_seq = f.num_gdn_layers > 0 ? gdn_state_bytes_per_sequence(c) : 0;
+  f.mtp_problem = ck.mtp_unavailable_reason();
   for (const PlannedModule& m : ck.plan().modules) {
     if (m.kind == ModuleKind::kRoutedExperts && m.format.kind == WeightFormatKind::kNVFP4) f.nvfp4_experts = true;
     // model_weights.cpp binds only symmetric INT4 without act-order.
@@ -374,7 +391,18 @@ engine::CachePlan preview_cache_plan(const ModelFacts& m, const EngineFlags& f, 
   in.max_num_seqs_explicit = f.max_num_seqs > 0;
   in.max_model_len = f.max_model_len > 0 ? f.max_model_len : static_cast<int>(m.max_position_embeddings);
   in.block_size = f.block_size;
-  in.kv_block_bytes = model::PagedKvCache::block_bytes(m.num_attention_layers, f.block_size, m.num_kv_heads, m.head_dim, *kv);
+  // MTP speculative decoding (as Engine plans it): the MTP layer's KV in the same blocks, and N GDN
+  // rollback entries per sequence. A malformed flag is serve's to refuse; here it plans without it.
+  int drafts = 0;
+  if (!f.speculative_config.empty()) {
+    try {
+      drafts = parse_speculative_config(f.speculative_config).num_speculative_tokens;
+    } catch (const std::runtime_error&) {
+    }
+  }
+  in.kv_block_bytes = model::PagedKvCache::block_bytes(m.num_attention_layers + (drafts > 0 ? 1 : 0), f.block_size,
+                                                      m.num_kv_heads, m.head_dim, *kv);
+  in.rollback_entries_per_seq = drafts;
   in.state_bytes_per_seq = m.gdn_state_bytes_per_seq;
   in.prefix_caching = f.enable_prefix_caching;
   in.num_kv_blocks_override = f.num_gpu_blocks_override;

@@ -56,6 +56,7 @@ struct ModelFacts {
   bool nvfp4_experts = false;                    // any routed experts stored as NVFP4
   std::vector<std::string> unsupported_modules;  // "<module>: <format>", modules the forward pass refuses
   std::string tokenizer_problem;                 // "" = a tokenizer.json was found
+  std::string mtp_problem;                       // "" = the MTP block is usable (LoadedCheckpoint::mtp_unavailable_reason)
 };
 // `tokenizer_flag`: --tokenizer ("" = the model directory).
 ModelFacts model_facts(const LoadedCheckpoint& checkpoint, const std::string& tokenizer_flag);

@@ -235,6 +235,7 @@ void run_serve(ServeArgs a) {
         const auto line = logger.log(prev, cur, std::chrono::duration<double>(now - t_prev).count());
         if (line.idle) spdlog::debug("{}", line.text);
         else spdlog::info("{}", line.text);
+        if (!line.spec_decode.empty()) spdlog::info("{}", line.spec_decode);
         prev = cur;
         t_prev = now;
       }

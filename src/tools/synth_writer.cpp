@@ -436,7 +436,11 @@ SynthPlan plan_synth(const SynthOptions& options) {
   sp.extra_files.push_back({"generation_config.json", hf_json_text(generation_config_json(options.dims))});
   for (const auto& f : quant.extra_files) sp.extra_files.push_back(f);
   // What we plan from is the config we wrote, parsed back the way the loader will parse it.
-  sp.plan = make_tensor_plan(ModelConfig::parse(sp.config_text), resolver, storage);
+  const ModelConfig written = ModelConfig::parse(sp.config_text);
+  sp.plan = make_tensor_plan(written, resolver, storage);
+  if (options.mtp && written.mtp_num_hidden_layers > 0) {
+    sp.mtp_plan = make_mtp_plan(written, [](std::string_view) { return WeightFormat::bf16(); }, ExpertStorage::kFused);
+  }
   return sp;
 }
 
@@ -458,6 +462,7 @@ SynthResult synthesize(const SynthOptions& options) {
   writer.set_metadata({{"format", "pt"}});
   Synthesizer synth(options.seed, writer);
   synth.add_plan(sp.plan);
+  synth.add_plan(sp.mtp_plan);
   result.tensor_count = writer.tensor_count();
   result.tensor_bytes = writer.total_bytes();
   {

@@ -24,6 +24,9 @@ struct SynthOptions {
   std::filesystem::path out_dir;
   uint64_t max_shard_bytes = SafetensorsWriter::kDefaultMaxShardBytes;
   ByteProgress::Mode progress = ByteProgress::Mode::kAuto;
+  // Write the MTP block (mtp.*, make_mtp_plan) as every release does: BF16, experts fused (the
+  // NVFP4 release's 19 mtp.* tensors). false leaves it out, as some conversions do.
+  bool mtp = true;
 };
 
 struct SynthResult {
@@ -43,6 +46,7 @@ struct SynthPlan {
   std::string config_text;
   std::vector<std::pair<std::string, std::string>> extra_files;  // generation_config.json, quant files
   TensorPlan plan;
+  TensorPlan mtp_plan;  // empty without the MTP block
 };
 SynthPlan plan_synth(const SynthOptions& options);
 

@@ -11,6 +11,7 @@ checkpoints are checked here with transformers before they are packed: greedy de
 conversation gives exactly its completion (BF16: from_pretrained in bf16; NVFP4: ModelOpt's weights
 dequantized, bf16 activations). The archives hold no tokenizer: the tests add tokenizer.json,
 tokenizer_config.json and chat_template.jinja from the same sources, as a downloaded model has them.
+Both also get an MTP block trained to predict the model's own next tokens (add_canary_mtp.py).
 Deterministic: fixed seeds, CPU, one thread.
 """
 import argparse
@@ -143,6 +144,9 @@ def main():
         export_nvfp4_modelopt(bf16_dir, nvfp4_dir, CALIB_SEED, batches=calib,
                               generation_config=CANARY_GENERATION_CONFIG)
         check_nvfp4(nvfp4_dir, examples)
+        # The MTP block (speculative decoding's drafter), trained on the trunk's own answers.
+        from add_canary_mtp import add_mtp_to_canary_dirs
+        add_mtp_to_canary_dirs(bf16_dir, nvfp4_dir, rendered, log=lambda m: print(m, flush=True))
         for d in (bf16_dir, nvfp4_dir):
             pack(d, os.path.join(args.out, os.path.basename(d) + ".tar.xz"))
     with open(os.path.join(args.out, "tokens.json"), "w") as f:

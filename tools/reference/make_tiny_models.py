@@ -159,6 +159,11 @@ def main():
         size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
         print(f"[make_tiny_models] {fmt}: {d} ({size / 1e6:.2f} MB)", flush=True)
 
+    # The MTP block (BF16 model only) and its goldens; the trunk's goldens above are unaffected.
+    if "bf16" in only:
+        from make_tiny_mtp import add_mtp_to_tiny_models
+        add_mtp_to_tiny_models(out_root, ("bf16",))
+
 
 if __name__ == "__main__":
     main()

@@ -89,6 +89,21 @@ std::string render_engine_metrics(const engine::EngineStats& stats, const Exposi
   }
   w.counter("vllm:request_success", "Count of successfully processed requests.", finished);
 
+  // Speculative decoding (vllm/v1/spec_decode/metrics.py SpecDecodingProm): only when it is on, one
+  // per-position counter for each of the num_speculative_tokens positions.
+  if (const engine::SpecDecodeMetrics& sd = s.spec_decode; sd.num_speculative_tokens > 0) {
+    w.counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", one(static_cast<double>(sd.num_drafts)));
+    w.counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.",
+              one(static_cast<double>(sd.num_draft_tokens)));
+    w.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.",
+              one(static_cast<double>(sd.num_accepted_tokens)));
+    std::vector<Sample> per_pos;
+    for (int pos = 0; pos < sd.num_speculative_tokens && pos < engine::kMaxSpeculativeTokens; ++pos)
+      per_pos.push_back({with("position", std::to_string(pos)),
+                         static_cast<double>(sd.num_accepted_tokens_per_pos[static_cast<std::size_t>(pos)])});
+    w.counter("vllm:spec_decode_num_accepted_tokens_per_pos", "Accepted tokens per draft position.", per_pos);
+  }
+
   w.histogram("vllm:request_prompt_tokens", "Number of prefill tokens processed.", hist(stats.request_prompt_tokens));
   w.histogram("vllm:request_generation_tokens", "Number of generation tokens processed.",
               hist(stats.request_generation_tokens));

@@ -69,7 +69,41 @@ StatsLogLine StatsLogger::log(const engine::EngineStats& previous, const engine:
   std::snprintf(buf, sizeof(buf), ", GPU KV cache usage: %.1f%%, Prefix cache hit rate: %.1f%%",
                 cur.kv_cache_usage * 100.0, hit_rate_.hit_rate() * 100.0);
   line.text += buf;
+  line.spec_decode = spec_decode_log_line(prev.spec_decode, cur.spec_decode, elapsed_seconds);
   return line;
+}
+
+std::string spec_decode_log_line(const engine::SpecDecodeMetrics& previous, const engine::SpecDecodeMetrics& current,
+                                 double elapsed_seconds) {
+  const std::int64_t drafts = current.num_drafts - previous.num_drafts;
+  if (drafts <= 0) return {};
+  const std::int64_t drafted = current.num_draft_tokens - previous.num_draft_tokens;
+  const std::int64_t accepted = current.num_accepted_tokens - previous.num_accepted_tokens;
+  const double seconds = elapsed_seconds > 0.0 ? elapsed_seconds : 0.0;
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s, "
+                "Drafted throughput: %.2f tokens/s, Accepted: %lld tokens, Drafted: %lld tokens, "
+                "Per-position acceptance rate: ",
+                1.0 + static_cast<double>(accepted) / static_cast<double>(drafts),
+                seconds > 0 ? static_cast<double>(accepted) / seconds : 0.0,
+                seconds > 0 ? static_cast<double>(drafted) / seconds : 0.0, static_cast<long long>(accepted),
+                static_cast<long long>(drafted));
+  std::string text = buf;
+  for (int pos = 0; pos < current.num_speculative_tokens && pos < engine::kMaxSpeculativeTokens; ++pos) {
+    const auto i = static_cast<std::size_t>(pos);
+    std::snprintf(buf, sizeof(buf), "%s%.3f", pos == 0 ? "" : ", ",
+                  static_cast<double>(current.num_accepted_tokens_per_pos[i] - previous.num_accepted_tokens_per_pos[i]) /
+                      static_cast<double>(drafts));
+    text += buf;
+  }
+  if (drafted > 0) {
+    std::snprintf(buf, sizeof(buf), ", Avg Draft acceptance rate: %.1f%%",
+                  100.0 * static_cast<double>(accepted) / static_cast<double>(drafted));
+  } else {
+    std::snprintf(buf, sizeof(buf), ", Avg Draft acceptance rate: nan%%");
+  }
+  return text + buf;
 }
 
 }  // namespace fp4serve::server::metrics

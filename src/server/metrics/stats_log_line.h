@@ -40,7 +40,17 @@ class PrefixCacheHitRateWindow {
 struct StatsLogLine {
   std::string text;   // "Engine 000: Avg prompt throughput: ..."
   bool idle = false;  // log at DEBUG rather than INFO
+  // vLLM's SpecDecodingLogging line for the interval (v1/spec_decode/metrics.py), logged after
+  // `text`; empty when no request verified drafts in it:
+  //   SpecDecoding metrics: Mean acceptance length: 2.37, Accepted throughput: 3.10 tokens/s,
+  //   Drafted throughput: 6.00 tokens/s, Accepted: 31 tokens, Drafted: 60 tokens,
+  //   Per-position acceptance rate: 0.750, 0.450, Avg Draft acceptance rate: 51.7%
+  std::string spec_decode;
 };
+
+// The SpecDecoding line between two snapshots (empty without drafts in between).
+std::string spec_decode_log_line(const engine::SpecDecodeMetrics& previous, const engine::SpecDecodeMetrics& current,
+                                 double elapsed_seconds);
 
 class StatsLogger {
  public:

@@ -20,12 +20,13 @@ struct Goldens {
   nlohmann::json meta;
   std::string bin;
 
-  static Goldens load(const std::filesystem::path& dir) {
+  // stem "mtp_goldens": the MTP head's (tools/reference/make_tiny_mtp.py), same layout.
+  static Goldens load(const std::filesystem::path& dir, const std::string& stem = "goldens") {
     Goldens g;
-    std::ifstream js(dir / "goldens.json");
-    if (!js) throw std::runtime_error("missing " + (dir / "goldens.json").string());
+    std::ifstream js(dir / (stem + ".json"));
+    if (!js) throw std::runtime_error("missing " + (dir / (stem + ".json")).string());
     g.meta = nlohmann::json::parse(js);
-    std::ifstream bin(dir / "goldens.bin", std::ios::binary);
+    std::ifstream bin(dir / (stem + ".bin"), std::ios::binary);
     g.bin.assign(std::istreambuf_iterator<char>(bin), {});
     return g;
   }

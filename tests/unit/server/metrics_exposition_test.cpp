@@ -413,3 +413,35 @@ TEST(MetricsExposition, ProcessMetricsComeFirstAndAreSane) {
 
 }  // namespace
 }  // namespace fp4serve::server::metrics
+
+namespace fp4serve::server::metrics {
+namespace {
+
+TEST(MetricsExposition, SpecDecodeCountersOnlyWithSpeculativeDecoding) {
+  ExpositionConfig config;
+  config.model_name = "qwen";
+  config.include_process_metrics = false;
+  engine::EngineStats stats;
+  EXPECT_EQ(render_engine_metrics(stats, config).find("spec_decode"), std::string::npos);
+  engine::SpecDecodeMetrics& sd = stats.scheduler.spec_decode;
+  sd.num_speculative_tokens = 2;
+  sd.num_drafts = 7;
+  sd.num_draft_tokens = 14;
+  sd.num_accepted_tokens = 9;
+  sd.num_accepted_tokens_per_pos = {6, 3};
+  const std::string text = render_engine_metrics(stats, config);
+  for (const char* line : {
+           "# TYPE vllm:spec_decode_num_drafts_total counter\n",
+           "vllm:spec_decode_num_drafts_total{engine=\"0\",model_name=\"qwen\"} 7.0\n",
+           "vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"qwen\"} 14.0\n",
+           "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\",model_name=\"qwen\"} 9.0\n",
+           "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",model_name=\"qwen\",position=\"0\"} 6.0\n",
+           "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",model_name=\"qwen\",position=\"1\"} 3.0\n",
+       }) {
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+  }
+  EXPECT_EQ(text.find("position=\"2\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fp4serve::server::metrics

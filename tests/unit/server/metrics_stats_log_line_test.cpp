@@ -75,3 +75,30 @@ TEST(StatsLogLine, RequestsFinishedBetweenSnapshots) {
 
 }  // namespace
 }  // namespace fp4serve::server::metrics
+
+namespace fp4serve::server::metrics {
+namespace {
+
+TEST(StatsLogLine, SpecDecodingLineAsVllmsWhenDraftsWereVerified) {
+  engine::EngineStats a = snapshot(0, 0, 0, 0, 0, 0), b = snapshot(0, 90, 0, 0, 0, 0);
+  a.scheduler.spec_decode.num_speculative_tokens = b.scheduler.spec_decode.num_speculative_tokens = 3;
+  StatsLogger logger;
+  EXPECT_EQ(logger.log(a, b, 10.0).spec_decode, "") << "no drafts in the interval: no line";
+  a.scheduler.spec_decode.num_drafts = 10;
+  a.scheduler.spec_decode.num_draft_tokens = 30;
+  a.scheduler.spec_decode.num_accepted_tokens = 5;
+  a.scheduler.spec_decode.num_accepted_tokens_per_pos = {3, 2};
+  b.scheduler.spec_decode = a.scheduler.spec_decode;
+  b.scheduler.spec_decode.num_drafts += 20;
+  b.scheduler.spec_decode.num_draft_tokens += 60;
+  b.scheduler.spec_decode.num_accepted_tokens += 31;
+  b.scheduler.spec_decode.num_accepted_tokens_per_pos = {3 + 16, 2 + 10, 5};
+  // vllm/v1/spec_decode/metrics.py SpecDecodingLogging.log, over the interval only.
+  EXPECT_EQ(logger.log(a, b, 10.0).spec_decode,
+            "SpecDecoding metrics: Mean acceptance length: 2.55, Accepted throughput: 3.10 tokens/s, Drafted "
+            "throughput: 6.00 tokens/s, Accepted: 31 tokens, Drafted: 60 tokens, Per-position acceptance rate: "
+            "0.800, 0.500, 0.250, Avg Draft acceptance rate: 51.7%");
+}
+
+}  // namespace
+}  // namespace fp4serve::server::metrics

@@ -205,6 +205,34 @@ TEST(Preflight, CachePlanPreviewMatchesTheEngineArithmetic) {
   EXPECT_THAT(rule(r, "cache-plan").detail, HasSubstr("--max-num-seqs 100000 needs"));
 }
 
+TEST(Preflight, CachePlanPreviewCountsMtpSpeculativeDecoding) {
+  ServeSettings s;
+  s.model = tiny("tiny-nvfp4");
+  s.engine.kv_cache_memory = "64MiB";
+  s.engine.max_num_seqs = 4;
+  const engine::CachePlan plain = preview_cache_plan(*s.model, s.engine, cpu_host());
+  s.engine.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 2})";
+  const engine::CachePlan mtp = preview_cache_plan(*s.model, s.engine, cpu_host());
+  // The MTP layer's KV in every block (2 attention layers' worth instead of 1) and 2 rollback
+  // entries per sequence out of the state budget: fewer blocks.
+  EXPECT_LT(mtp.num_kv_blocks, plain.num_kv_blocks / 2 + 1);
+}
+
+TEST(Preflight, SpeculativeConfigNeedsTheCheckpointsMtpBlock) {
+  ServeSettings s;
+  s.model = tiny("tiny-bf16");  // has one (tools/reference/make_tiny_mtp.py)
+  EXPECT_EQ(rule(evaluate_preflight(s, cpu_host()), "speculative-config").verdict, Verdict::kNotApplicable);
+  s.engine.speculative_config = R"({"method": "mtp", "num_speculative_tokens": 2})";
+  EXPECT_EQ(rule(evaluate_preflight(s, cpu_host()), "speculative-config").verdict, Verdict::kOk);
+  s.model = tiny("tiny-fp8");  // has none
+  const auto r = evaluate_preflight(s, cpu_host());
+  EXPECT_EQ(rule(r, "speculative-config").verdict, Verdict::kRefused);
+  EXPECT_THAT(rule(r, "speculative-config").detail, HasSubstr("MTP speculative decoding is unavailable"));
+  s.engine.speculative_config = R"({"method": "ngram", "num_speculative_tokens": 2})";
+  EXPECT_THAT(rule(evaluate_preflight(s, cpu_host()), "speculative-config").detail,
+              HasSubstr("method 'ngram' is not supported"));
+}
+
 TEST(Preflight, MaxModelLenBeyondTheModelIsRefused) {
   ServeSettings s;
   s.model = tiny("tiny-bf16");

@@ -198,7 +198,10 @@ TEST_P(SynthWrite, CheckpointHoldsEveryPlannedTensorAndLoads) {
   const SynthPlan sp = plan_synth(o);
   const ShardedCheckpoint ck = ShardedCheckpoint::open(dir.path());
   size_t expected = 0;
-  for (const PlannedTensor* t : sp.plan.all_tensors()) {
+  std::vector<const PlannedTensor*> planned = sp.plan.all_tensors();
+  for (const PlannedTensor* t : sp.mtp_plan.all_tensors()) planned.push_back(t);  // the MTP block, BF16
+  ASSERT_FALSE(sp.mtp_plan.modules.empty());
+  for (const PlannedTensor* t : planned) {
     if (t->optional && !t->name.ends_with("input_scale")) {
       EXPECT_FALSE(ck.contains(t->name)) << t->name;
       continue;
@@ -218,6 +221,10 @@ TEST_P(SynthWrite, CheckpointHoldsEveryPlannedTensorAndLoads) {
   const LoadedCheckpoint loaded = LoadedCheckpoint::open(dir.path().string());
   EXPECT_EQ(loaded.config().num_hidden_layers, 4);
   EXPECT_EQ(loaded.expert_storage(), expert_storage_for(GetParam()));
+  EXPECT_TRUE(loaded.has_mtp()) << loaded.mtp_unavailable_reason();
+  EXPECT_EQ(loaded.mtp_tensors_on_disk(), 19u);  // the releases' count (fused experts)
+  EXPECT_EQ(loaded.mtp_expert_storage(), ExpertStorage::kFused);
+  for (const auto& m : loaded.mtp_plan().modules) EXPECT_FALSE(m.format.is_quantized()) << m.path;
   EXPECT_EQ(loaded.generation_config().eos_token_ids, (std::vector<int64_t>{492, 490}));  // tiny ids
   EXPECT_EQ(loaded.plan().modules.size(), sp.plan.modules.size());  // the loader plans what was written
 }
