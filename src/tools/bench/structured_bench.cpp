@@ -52,7 +52,7 @@ StructuredBench::StructuredBench(const std::string& file, std::shared_ptr<const 
   p.kind = engine::StructuredOutputsParams::Kind::kJson;
   p.spec = doc["schema"].dump();
   // The vocabulary is built on the first compile: time a second, cache-free compile separately.
-  const engine::CompiledConstraint& first = impl_->compiler->compile(p).get();
+  const engine::CompiledConstraint first = impl_->compiler->compile(p).get();
   if (!first.grammar) throw std::runtime_error("--structured-schema: " + first.error);
   p.disable_any_whitespace = true;  // another key: compiled afresh
   compile_seconds_ = impl_->compiler->compile(p).get().compile_seconds;

@@ -51,7 +51,7 @@ bool allowed(std::span<const std::int32_t> mask, std::int32_t token) {
 
 std::shared_ptr<const xgrammar::CompiledGrammar> compile(const StructuredOutputsParams& p, bool drop_z = false) {
   GrammarCompiler compiler([drop_z] { return vocab().grammar_vocabulary(drop_z); }, 8);
-  const CompiledConstraint& c = compiler.compile(p).get();
+  const CompiledConstraint c = compiler.compile(p).get();
   EXPECT_TRUE(c.grammar) << c.error;
   return c.grammar;
 }
@@ -135,7 +135,7 @@ TEST(StructuredOutputState, ChoiceRegexAndGrammarAdmitExactlyTheirLanguage) {
 TEST(StructuredOutputState, JsonNeverAdmitsARawControlCharacterEvenWhereXgrammarWould) {
   // xgrammar 0.2.9's bounded strings admit raw control bytes; the compiler's JSON filter removes them.
   GrammarCompiler compiler([] { return vocab().grammar_vocabulary(); }, 4);
-  const CompiledConstraint& c =
+  const CompiledConstraint c =
       compiler.compile(params(StructuredOutputsParams::Kind::kJson, R"({"type":"string","maxLength":8})")).get();
   ASSERT_TRUE(c.grammar && c.token_filter);
   const auto control = static_cast<std::int32_t>(vocab().tokens.size() - 5);  // "\x01x"
@@ -225,7 +225,7 @@ TEST(GrammarCompiler, CompilesEachConstraintOnceAndReportsBadOnesWithTheirReason
   ASSERT_TRUE(compiler.compile(schema).get().grammar);
   EXPECT_EQ(compiler.compilations(), 4u) << "the oldest entry was evicted";
 
-  const CompiledConstraint& bad = compiler.compile(params(StructuredOutputsParams::Kind::kRegex, "(unclosed")).get();
+  const CompiledConstraint bad = compiler.compile(params(StructuredOutputsParams::Kind::kRegex, "(unclosed")).get();
   EXPECT_FALSE(bad.grammar);
   EXPECT_NE(bad.error.find("Failed to transform regex into a grammar: "), std::string::npos) << bad.error;
 }
