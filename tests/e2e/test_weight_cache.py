@@ -2,12 +2,16 @@
 generate --batch`: the first start packs and writes it, a restart maps it and packs nothing with the
 same tokens, a changed checkpoint makes it stale (refused, rebuilt), --no-weight-cache skips it."""
 import os
+from pathlib import Path
 import shutil
 import subprocess
 
 import pytest
 
-from conftest import BINARY, ROOT, TOKENIZER_DIR
+# Not imported from conftest: with tools/reference/tests in the same run, "conftest" names that one.
+ROOT = Path(__file__).resolve().parents[2]
+BINARY = Path(os.environ.get("FP4SERVE_BINARY", ROOT / "build" / "fp4serve"))
+TOKENIZER_DIR = ROOT / ".cache" / "tokenizers" / "qwen3.5"
 
 MODEL_DIR = ROOT / "tests" / "data" / "models" / "tiny-nvfp4"
 

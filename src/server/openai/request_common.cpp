@@ -66,13 +66,7 @@ const Json* member(const Json& body, const char* key) {
 
 void add_issue(BodyReader& reader, const char* type, Loc loc, std::string msg, const Json& input,
                std::optional<std::string> ctx = std::nullopt) {
-  ValidationIssue issue;
-  issue.type = type;
-  issue.loc = std::move(loc);
-  issue.msg = std::move(msg);
-  issue.input = input;
-  issue.ctx_repr = std::move(ctx);
-  reader.issues().push_back(std::move(issue));
+  reader.issues().push_back(make_issue(type, std::move(loc), std::move(msg), input, std::move(ctx)));
 }
 
 void check_ge(BodyReader& reader, const std::string& key, std::optional<int64_t> value, int64_t bound,

@@ -11,6 +11,17 @@
 
 namespace fp4serve::server::openai {
 
+ValidationIssue make_issue(const char* type, Loc loc, std::string msg, const Json& input,
+                           std::optional<std::string> ctx_repr) {
+  ValidationIssue i;
+  i.type = type;
+  i.loc = std::move(loc);
+  i.msg = std::move(msg);
+  i.input = input;
+  i.ctx_repr = std::move(ctx_repr);
+  return i;
+}
+
 namespace {
 
 void add_issue(std::vector<ValidationIssue>& issues, const char* type, const Loc& loc,

@@ -24,6 +24,10 @@ namespace fp4serve::server::openai {
 using Json = nlohmann::ordered_json;
 using Loc = std::vector<std::string>;
 
+// One pydantic error: its type, location, message, the offending input and pydantic's ctx repr.
+ValidationIssue make_issue(const char* type, Loc loc, std::string msg, const Json& input,
+                           std::optional<std::string> ctx_repr = std::nullopt);
+
 // Element conversions: record an issue at `loc` and return nullopt when `v` does not convert.
 // A JSON null is a fault here (the *_field readers below handle Optional fields).
 std::optional<bool> coerce_bool(const Json& v, const Loc& loc, std::vector<ValidationIssue>& issues);

@@ -13,21 +13,11 @@ using Kind = engine::StructuredOutputsParams::Kind;
 std::string py_opt(const std::optional<std::string>& s) { return s ? py_str_repr(*s) : "None"; }
 std::string py_bool(bool b) { return b ? "True" : "False"; }
 
-ValidationIssue issue(const char* type, Loc loc, std::string msg, const Json& input,
-                      std::optional<std::string> ctx = std::nullopt) {
-  ValidationIssue i;
-  i.type = type;
-  i.loc = std::move(loc);
-  i.msg = std::move(msg);
-  i.input = input;
-  i.ctx_repr = std::move(ctx);
-  return i;
-}
 
 // A VLLMValidationError raised inside a dataclass's __post_init__ while pydantic validates the
 // field: a "value_error" at the field, the field's input as input.
 ValidationIssue post_init_issue(const std::string& message, const Json& input) {
-  ValidationIssue i = issue("value_error", {"body", "structured_outputs"}, "Value error, " + message, input,
+  ValidationIssue i = make_issue("value_error", {"body", "structured_outputs"}, "Value error, " + message, input,
                             "{'error': VLLMValidationError(" + py_str_repr(message) + ")}");
   i.from_vllm_error = true;
   return i;
@@ -66,7 +56,7 @@ std::optional<RequestStructuredOutputs> read_structured_outputs(BodyReader& read
   if (!v || v->is_null()) return std::nullopt;
   auto& issues = reader.issues();
   if (!v->is_object()) {
-    issues.push_back(issue("dataclass_type", {"body", "structured_outputs"},
+    issues.push_back(make_issue("dataclass_type", {"body", "structured_outputs"},
                            "Input should be a dictionary or an instance of StructuredOutputsParams", *v,
                            "{'class_name': 'StructuredOutputsParams'}"));
     return std::nullopt;
@@ -83,9 +73,9 @@ std::optional<RequestStructuredOutputs> read_structured_outputs(BodyReader& read
     if (j->is_string() || j->is_object()) {
       so.json = *j;
     } else {  // str | dict: pydantic reports both branches
-      issues.push_back(issue("string_type", {"body", "structured_outputs", "json", "str"},
+      issues.push_back(make_issue("string_type", {"body", "structured_outputs", "json", "str"},
                              "Input should be a valid string", *j));
-      issues.push_back(issue("dict_type", {"body", "structured_outputs", "json", "dict[any,any]"},
+      issues.push_back(make_issue("dict_type", {"body", "structured_outputs", "json", "dict[any,any]"},
                              "Input should be a valid dictionary", *j));
     }
   }
@@ -119,21 +109,21 @@ std::optional<RequestResponseFormat> read_response_format(BodyReader& reader) {
   // AnyResponseFormat is a union of three models; pydantic would list a fault per branch. One
   // fault naming the accepted types says the same thing.
   if (!v->is_object()) {
-    issues.push_back(issue("model_type", {"body", "response_format"},
+    issues.push_back(make_issue("model_type", {"body", "response_format"},
                            "Input should be a valid dictionary or instance of ResponseFormat", *v,
                            "{'class_name': 'ResponseFormat'}"));
     return std::nullopt;
   }
   auto type = v->find("type");
   if (type == v->end()) {
-    issues.push_back(issue("missing", {"body", "response_format", "type"}, "Field required", *v));
+    issues.push_back(make_issue("missing", {"body", "response_format", "type"}, "Field required", *v));
     return std::nullopt;
   }
   static const char* kTypes[] = {"text", "json_object", "json_schema", "structural_tag"};
   const bool known = type->is_string() &&
                      std::any_of(std::begin(kTypes), std::end(kTypes), [&](const char* t) { return *type == t; });
   if (!known) {
-    issues.push_back(issue("literal_error", {"body", "response_format", "type"},
+    issues.push_back(make_issue("literal_error", {"body", "response_format", "type"},
                            "Input should be 'text', 'json_object', 'json_schema' or 'structural_tag'", *type,
                            "{'expected': \"'text', 'json_object', 'json_schema' or 'structural_tag'\"}"));
     return std::nullopt;
@@ -147,7 +137,7 @@ std::optional<RequestResponseFormat> read_response_format(BodyReader& reader) {
   if (js == v->end() || js->is_null()) return rf;
   const Loc base{"body", "response_format", "json_schema"};
   if (!js->is_object()) {
-    issues.push_back(issue("model_type", base, "Input should be a valid dictionary or instance of JsonSchemaResponseFormat",
+    issues.push_back(make_issue("model_type", base, "Input should be a valid dictionary or instance of JsonSchemaResponseFormat",
                            *js, "{'class_name': 'JsonSchemaResponseFormat'}"));
     return std::nullopt;
   }
@@ -158,7 +148,7 @@ std::optional<RequestResponseFormat> read_response_format(BodyReader& reader) {
     return l;
   };
   if (auto name = js->find("name"); name == js->end()) {
-    issues.push_back(issue("missing", at("name"), "Field required", *js));
+    issues.push_back(make_issue("missing", at("name"), "Field required", *js));
   } else {
     coerce_string(*name, at("name"), issues);
   }
@@ -166,7 +156,7 @@ std::optional<RequestResponseFormat> read_response_format(BodyReader& reader) {
   if (auto s = js->find("strict"); s != js->end() && !s->is_null()) coerce_bool(*s, at("strict"), issues);
   if (auto s = js->find("schema"); s != js->end() && !s->is_null()) {
     if (s->is_object()) rf.schema = *s;
-    else issues.push_back(issue("dict_type", at("schema"), "Input should be a valid dictionary", *s));
+    else issues.push_back(make_issue("dict_type", at("schema"), "Input should be a valid dictionary", *s));
   }
   if (issues.size() != faults) return std::nullopt;
   return rf;

@@ -16,6 +16,23 @@
 
 namespace fp4serve::testing {
 
+// A small Qwen3.5-MoE text config: 4 layers (3 linear + 1 full), 4 experts; with_mtp declares one MTP
+// layer (mtp_num_hidden_layers).
+inline std::string tiny_config_json(bool with_mtp) {
+  return std::string(R"({
+  "architectures": ["Qwen3_5MoeForConditionalGeneration"], "model_type": "qwen3_5_moe",
+  "text_config": {"model_type": "qwen3_5_moe_text", "hidden_size": 64, "num_hidden_layers": 4,
+    "layer_types": ["linear_attention", "linear_attention", "linear_attention", "full_attention"],
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "attn_output_gate": true,
+    "rope_parameters": {"mrope_interleaved": true, "mrope_section": [2, 1, 1], "partial_rotary_factor": 0.25,
+                        "rope_theta": 10000000, "rope_type": "default"},
+    "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4, "num_experts": 4, "num_experts_per_tok": 2,
+    "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "rms_norm_eps": 1e-6,
+    "vocab_size": 128, "tie_word_embeddings": false)") +
+         (with_mtp ? R"(, "mtp_num_hidden_layers": 1}})" : "}}");
+}
+
 class TempDir {
  public:
   TempDir() {
