@@ -20,6 +20,7 @@ log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 PKGS=(build-essential cmake ninja-build pkg-config git ccache clang libclang-rt-14-dev
       libboost-dev libboost-system-dev nlohmann-json3-dev libpcre2-dev libcli11-dev libspdlog-dev
       libfmt-dev libxxhash-dev zlib1g-dev libssl-dev openssl libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+      libjpeg62-turbo-dev libpng-dev libwebp-dev libgif-dev libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
       python3 python3-venv python3-pip)
 missing=()
 for p in "${PKGS[@]}"; do
