@@ -32,6 +32,7 @@
 
 #include "engine/cache_plan.h"
 #include "engine/engine_stats.h"
+#include "engine/multimodal_input.h"
 #include "engine/output_channel.h"
 #include "engine/sampling_params.h"
 #include "model/qwen3_5_moe.h"
@@ -75,6 +76,8 @@ struct EngineConfig {
 struct EngineRequest {
   std::string id;
   std::vector<std::int32_t> prompt_token_ids;
+  // Images whose <|image_pad|> runs are in prompt_token_ids (ascending offsets, non-overlapping).
+  MultimodalInputs images;
   SamplingParams params;  // already through prepare_sampling_params (and tokenize_bad_words)
   std::uint64_t cache_salt_hash = 0;
   tokenizer::DetokenizerOptions detokenize;
