@@ -11,6 +11,11 @@ Writes tests/data/mrope/tiny_mm_goldens.{json,bin} (goldens.py's BinWriter layou
 tokens, image offsets and grids, the features of each image ([tokens, hidden] f32 holding bf16 values),
 the prompt's logits [len, vocab] (bf16), the greedy continuation and the decode-step logits.
 
+Then the same with the checkpoint's own vision tower (tiny-bf16 carries a 1-block tower, patch 8) on
+seeded pixel values: tests/data/mrope/tiny_mm_tower_goldens.{json,bin}, with each image's
+pixel_values ([patches, 3*2*8*8] f32 holding bf16 values: HF casts them to the tower's dtype) and
+the tower's features, so the C++ test runs pixels -> tower -> language model end to end.
+
     /tmp/refvenv/bin/python tools/reference/make_mm_goldens.py
 """
 
@@ -43,8 +48,15 @@ PROMPTS = [
     [("text", [12, 13]), ("image", ((1, 16, 16), 6)), ("text", [14, 15, 16, 17, 18, 19])],
 ]
 
+# Patch grids for the tower (patch 8): images of 32x48, 64x32 and 16x16 pixels.
+TOWER_PROMPTS = [
+    [("text", [11, 42, 97, 230, 7]), ("image", ((1, 4, 6), 11)), ("text", [88, 19, 300, 45, 2, 61])],
+    [("text", [5, 6, 7]), ("image", ((1, 8, 4), 12)), ("text", [101, 102]), ("image", ((1, 2, 2), 13)),
+     ("text", [400, 401, 402, 403])],
+]
 
-def build(prompt, hidden, embed_std):
+
+def build(prompt, hidden, embed_std, patch_dim=None):
     ids, types_, grids, images, feats = [], [], [], [], []
     for kind, arg in prompt:
         if kind == "text":
@@ -62,7 +74,10 @@ def build(prompt, hidden, embed_std):
         types_.append(0)
         grids.append([t, h, w])
         g = torch.Generator().manual_seed(1000 + seed)
-        feats.append((torch.randn(n, hidden, generator=g) * embed_std).to(torch.bfloat16))
+        if patch_dim is None:
+            feats.append((torch.randn(n, hidden, generator=g) * embed_std).to(torch.bfloat16))
+        else:  # pixel values of t*h*w patches, normalized-image-like
+            feats.append(torch.randn(t * h * w, patch_dim, generator=g).to(torch.bfloat16))
     return ids, types_, grids, images, feats
 
 
@@ -81,19 +96,37 @@ def main():
     def fake_image_features(pixel_values, image_grid_thw=None, **kwargs):
         return BaseModelOutputWithPooling(pooler_output=tuple(current["feats"]))
 
-    model.model.get_image_features = fake_image_features
+    real_image_features = model.model.get_image_features
+    write(model, PROMPTS, lambda prompt: build(prompt, hidden, embed_std), fake_image_features, current, "tiny_mm_goldens",
+          __version__)
+    vc = model.config.vision_config
+    patch_dim = vc.in_channels * vc.temporal_patch_size * vc.patch_size ** 2
+    write(model, TOWER_PROMPTS, lambda prompt: build(prompt, hidden, embed_std, patch_dim), real_image_features,
+          current, "tiny_mm_tower_goldens", __version__)
+
+
+@torch.no_grad()
+def write(model, prompt_list, build_fn, image_features, current, stem, version):
+    model.model.get_image_features = image_features
+    tower = image_features is not None and getattr(image_features, "__self__", None) is model.model
     w = BinWriter()
     prompts = []
-    for p_i, prompt in enumerate(PROMPTS):
-        ids, types_, grids, images, feats = build(prompt, hidden, embed_std)
+    for p_i, prompt in enumerate(prompt_list):
+        ids, types_, grids, images, feats = build_fn(prompt)
         current["feats"] = feats
         model.model.rope_deltas = None
         n_patches = sum(t * h * ww for t, h, ww in grids)
-        out = model(input_ids=torch.tensor([ids]), pixel_values=torch.zeros(n_patches, 1),
+        pixel_values = torch.cat(feats) if tower else torch.zeros(n_patches, 1)
+        out = model(input_ids=torch.tensor([ids]), pixel_values=pixel_values,
                     image_grid_thw=torch.tensor(grids), mm_token_type_ids=torch.tensor([types_]), use_cache=True)
         w.add(f"prompt{p_i}/logits", out.logits[0])
         for i, f in enumerate(feats):
-            w.add(f"prompt{p_i}/image{i}/features", f.float())
+            if tower:
+                w.add(f"prompt{p_i}/image{i}/pixel_values", f.float())
+                rows = model.model.get_image_features(f, torch.tensor([grids[i]])).pooler_output[0]
+                w.add(f"prompt{p_i}/image{i}/features", rows.float())
+            else:
+                w.add(f"prompt{p_i}/image{i}/features", f.float())
         past, logits = out.past_key_values, out.logits[0, -1]
         tokens, step_logits = [], []
         for _ in range(N_NEW):
@@ -106,13 +139,13 @@ def main():
         prompts.append({"tokens": ids, "images": images, "greedy_tokens": tokens,
                         "rope_delta": int(model.model.rope_deltas.reshape(-1)[0])})
     OUT.mkdir(parents=True, exist_ok=True)
-    doc = {"transformers": __version__, "model": "tiny-bf16", "spatial_merge_size": MERGE, "prompts": prompts,
+    doc = {"transformers": version, "model": "tiny-bf16", "spatial_merge_size": MERGE, "prompts": prompts,
            "tensors": w.index}
-    with open(OUT / "tiny_mm_goldens.bin", "wb") as f:
+    with open(OUT / f"{stem}.bin", "wb") as f:
         for c in w.chunks:
             f.write(c)
-    (OUT / "tiny_mm_goldens.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    print("wrote", OUT / "tiny_mm_goldens.json", w.offset, "bytes of tensors")
+    (OUT / f"{stem}.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    print("wrote", OUT / f"{stem}.json", w.offset, "bytes of tensors")
 
 
 if __name__ == "__main__":
