@@ -161,6 +161,24 @@ def main():
         name = f"{src}.resized_{oh}x{ow}.npy"
         np.save(os.path.join(args.out, name), r.permute(1, 2, 0).contiguous().numpy())
         manifest["resize"].append({"source": f"{src}.rgb.npy", "height": oh, "width": ow, "file": name})
+    # Decode-only goldens (no pixel_values): more JPEG and WebP encodings, to compare Debian's
+    # libjpeg-turbo / libwebp with the ones Pillow's wheel bundles.
+    manifest["decode_only"] = []
+    extra = [
+        ("progressive_123x77", "jpg", dict(quality=75, progressive=True)),
+        ("sub422_90x61", "jpg", dict(quality=60, subsampling=1)),
+        ("q30_101x99", "jpg", dict(quality=30)),
+        ("lossy_q50_77x45", "webp", dict(quality=50)),
+    ]
+    for name, ext, kw in extra:
+        h, w = (int(v) for v in name.rsplit("_", 1)[1].split("x"))
+        buf = io.BytesIO()
+        Image.fromarray(smooth(rng, h, w, 3)).save(buf, format="JPEG" if ext == "jpg" else "WEBP", **kw)
+        data = buf.getvalue()
+        with open(os.path.join(args.out, f"{name}.{ext}"), "wb") as f:
+            f.write(data)
+        np.save(os.path.join(args.out, f"{name}.rgb.npy"), np.asarray(vllm_load(data), dtype=np.uint8))
+        manifest["decode_only"].append({"name": name, "file": f"{name}.{ext}"})
     # smart_resize with the real checkpoint's settings: sizes from tiny to past max_pixels.
     from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
 
