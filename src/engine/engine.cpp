@@ -854,6 +854,7 @@ std::shared_ptr<OutputChannel> Engine::submit(EngineRequest request) {
                            "this server takes no images (no vision tower is loaded)");
     try {
       make_multimodal_prompt(request.images, request.prompt_token_ids, m.image_rules);
+      for (const ImageInput& im : request.images) m.config.vision_encoder->validate(*im.pixels);
     } catch (const std::invalid_argument& e) {
       throw EngineRejected(EngineRejected::Reason::kInvalid, e.what());
     }

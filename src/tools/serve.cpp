@@ -109,7 +109,8 @@ void run_serve(ServeArgs a) {
     if (a.served_model_names.empty()) a.served_model_names.push_back("fp4serve-demo");
     if (a.engine.max_model_len == 0) a.engine.max_model_len = 8192;
   }
-  ServingModel sm = load_serving_model(model, a.engine, &phases);
+  ServingModel sm = load_serving_model(
+      model, a.engine, &phases, VisionChoice{media.vision_tower_needed(), media.vision_device == VisionDevice::kCpu});
   if (!demo) {
     preflight.model = model_facts(*sm.checkpoint, a.engine.tokenizer);
     enforce_preflight(preflight, host);  // model, tokenizer and cache-plan rules

@@ -36,6 +36,9 @@ class FakeEncoder : public model::VisionEncoder {
     }
     return out;
   }
+  void validate(const vision::PixelPatches& im) const override {
+    if (im.patch_dim != 6) throw std::invalid_argument("the fake tower takes patches of 6 values");
+  }
   int out_hidden() const override { return hidden_; }
   int spatial_merge_size() const override { return 2; }
   mutable std::atomic<int> calls{0};
@@ -291,6 +294,12 @@ TEST(MultimodalEngine, BadImagesAreRefused) {
   odd->grid.w = 7;
   odd_grid.images[0].pixels = odd;
   refused(odd_grid, "merge blocks");
+  MmCase wide_patches = c;  // the server's processor and the tower disagree on the patch size
+  auto wide = std::make_shared<vision::PixelPatches>(*image(1));
+  wide->patch_dim = 12;
+  wide->values.resize(wide->values.size() * 2);
+  wide_patches.images[0].pixels = wide;
+  refused(wide_patches, "the fake tower takes patches of 6 values");
   expect_no_leaks(engine);
 }
 
