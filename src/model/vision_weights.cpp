@@ -123,33 +123,41 @@ bool has_vision_tensors(const ShardedCheckpoint& files) {
   return false;
 }
 
+std::vector<std::pair<std::string, std::vector<int64_t>>> vision_tensor_shapes(const VisionConfig& c) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  const std::string p = kVisionPrefix;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, M = c.merged_dim();
+  auto linear = [&](const std::string& name, int64_t n, int64_t k) {
+    out.push_back({name + ".weight", {n, k}});
+    out.push_back({name + ".bias", {n}});
+  };
+  out.push_back({p + "patch_embed.proj.weight", {H, c.in_channels, c.temporal_patch_size, c.patch_size, c.patch_size}});
+  out.push_back({p + "patch_embed.proj.bias", {H}});
+  out.push_back({p + "pos_embed.weight", {c.num_position_embeddings, H}});
+  for (int64_t l = 0; l < c.depth; ++l) {
+    const std::string bp = p + "blocks." + std::to_string(l) + ".";
+    for (const char* n : {"norm1", "norm2"}) {
+      out.push_back({bp + n + ".weight", {H}});
+      out.push_back({bp + n + ".bias", {H}});
+    }
+    linear(bp + "attn.qkv", 3 * H, H);
+    linear(bp + "attn.proj", H, H);
+    linear(bp + "mlp.linear_fc1", I, H);
+    linear(bp + "mlp.linear_fc2", H, I);
+  }
+  out.push_back({p + "merger.norm.weight", {H}});
+  out.push_back({p + "merger.norm.bias", {H}});
+  linear(p + "merger.linear_fc1", M, M);
+  linear(p + "merger.linear_fc2", c.out_hidden_size, M);
+  return out;
+}
+
 VisionWeights bind_vision_weights(const ShardedCheckpoint& files, const VisionConfig& c, kernels::Backend& backend) {
   VisionWeights w;
   VisionBinder b(files, w, backend);
   const std::string p = kVisionPrefix;
   const int64_t H = c.hidden_size, I = c.intermediate_size, M = c.merged_dim();
-  auto linear_shape = [&](const std::string& name, int64_t n, int64_t k) {
-    b.check(name + ".weight", {n, k});
-    b.check(name + ".bias", {n});
-  };
-  b.check(p + "patch_embed.proj.weight", {H, c.in_channels, c.temporal_patch_size, c.patch_size, c.patch_size});
-  b.check(p + "patch_embed.proj.bias", {H});
-  b.check(p + "pos_embed.weight", {c.num_position_embeddings, H});
-  for (int64_t l = 0; l < c.depth; ++l) {
-    const std::string bp = p + "blocks." + std::to_string(l) + ".";
-    for (const char* n : {"norm1", "norm2"}) {
-      b.check(bp + n + ".weight", {H});
-      b.check(bp + n + ".bias", {H});
-    }
-    linear_shape(bp + "attn.qkv", 3 * H, H);
-    linear_shape(bp + "attn.proj", H, H);
-    linear_shape(bp + "mlp.linear_fc1", I, H);
-    linear_shape(bp + "mlp.linear_fc2", H, I);
-  }
-  b.check(p + "merger.norm.weight", {H});
-  b.check(p + "merger.norm.bias", {H});
-  linear_shape(p + "merger.linear_fc1", M, M);
-  linear_shape(p + "merger.linear_fc2", c.out_hidden_size, M);
+  for (const auto& [name, shape] : vision_tensor_shapes(c)) b.check(name, shape);
   b.finish();
 
   w.patch_embed = b.linear(p + "patch_embed.proj", H, c.patch_dim());

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/sharded_checkpoint.h"
@@ -49,6 +50,10 @@ struct VisionWeights {
 };
 
 inline constexpr const char* kVisionPrefix = "model.visual.";
+
+// Every tensor of the tower and its shape (the release's names, docs/model-arch.md §4.3): 333 for
+// the release's depth 27.
+std::vector<std::pair<std::string, std::vector<int64_t>>> vision_tensor_shapes(const VisionConfig& config);
 
 // Whether the files hold a vision tower (any model.visual.* tensor).
 bool has_vision_tensors(const ShardedCheckpoint& files);
