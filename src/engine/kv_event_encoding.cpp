@@ -1,5 +1,7 @@
 #include "engine/kv_event_encoding.h"
 
+#include <cstring>
+
 #include <msgpack.hpp>
 
 namespace fp4serve::engine {
@@ -16,6 +18,17 @@ void pack_str(Packer& pk, std::string_view s) {
 void pack_hashes(Packer& pk, const std::vector<std::uint64_t>& hashes) {
   pk.pack_array(static_cast<std::uint32_t>(hashes.size()));
   for (std::uint64_t h : hashes) pk.pack_uint64(h);
+}
+
+// msgspec writes a float field as float64 always; msgpack-cxx's pack_double would write an integral
+// value (a ts of exactly 1.0) as an integer.
+void pack_float64(msgpack::sbuffer& buf, double d) {
+  std::uint64_t bits;
+  std::memcpy(&bits, &d, sizeof bits);
+  char out[9];
+  out[0] = static_cast<char>(0xcb);
+  for (int i = 0; i < 8; ++i) out[1 + i] = static_cast<char>(bits >> (56 - 8 * i));
+  buf.write(out, sizeof out);
 }
 
 const char* group_kind(int group_idx) {
@@ -82,12 +95,13 @@ void pack_event(Packer& pk, const AllBlocksClearedEvent&) {
 std::string encode_kv_event_batch(const KvEventBatch& batch) {
   msgpack::sbuffer buf;
   Packer pk(buf);
-  // Positional; a trailing field equal to its default (data_parallel_rank None) is left out.
-  pk.pack_array(batch.data_parallel_rank ? 3 : 2);
-  pk.pack_double(batch.ts);
+  // Positional: msgspec writes every field of an array_like struct, a None rank as nil.
+  pk.pack_array(3);
+  pack_float64(buf, batch.ts);
   pk.pack_array(static_cast<std::uint32_t>(batch.events.size()));
   for (const KvCacheEvent& e : batch.events) std::visit([&](const auto& ev) { pack_event(pk, ev); }, e);
   if (batch.data_parallel_rank) pk.pack_int32(*batch.data_parallel_rank);
+  else pk.pack_nil();
   return std::string(buf.data(), buf.size());
 }
 

@@ -1,6 +1,6 @@
 // The msgpack bytes of a KvEventBatch exactly as vLLM's msgspec encoder writes a KVEventBatch
-// (vllm/distributed/kv_events.py): the batch is positional (array_like=True)
-//   [ts, [event, ...], data_parallel_rank]
+// (vllm/distributed/kv_events.py): the batch is positional (array_like=True), every field written
+//   [ts (always float64), [event, ...], data_parallel_rank (nil when unset)]
 // and each event a tagged map (tag field "type", the class name) holding every field without a
 // default (possibly nil) and the defaulted ones only when set (omit_defaults=True):
 //   {"type": "BlockStored", "block_hashes", "parent_block_hash", "token_ids", "block_size",
