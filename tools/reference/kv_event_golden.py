@@ -1,5 +1,5 @@
 """The msgpack bytes vLLM's msgspec encoder writes for one KVEventBatch: the golden of
-tests/unit/engine/kv_events_test.cpp (EncodingIsVllmsMsgspecBytes). The classes are vLLM's
+tests/unit/engine/kv_events_test.cpp (KvEventEncoding.IsVllmsMsgspecBytes). The classes are vLLM's
 (vllm/distributed/kv_events.py), re-declared field for field so no vLLM install is needed.
 
     .venv/bin/python tools/reference/kv_event_golden.py
@@ -62,3 +62,5 @@ batch = KVEventBatch(
     data_parallel_rank=0,
 )
 print(msgspec.msgpack.encode(batch).hex())
+# No rank, an integral ts: every positional field is written (nil), the ts as a float64.
+print(msgspec.msgpack.encode(KVEventBatch(ts=2.0, events=[])).hex())
