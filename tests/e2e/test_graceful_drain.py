@@ -107,8 +107,17 @@ def test_a_stream_past_the_shutdown_timeout_ends_with_an_error_the_client_sees(m
         except openai.APIError as e:
             raised.append(e)
 
+    plain = {}
+
+    def read_plain():
+        r = requests.post(s.url + "/v1/completions", timeout=60, json={
+            "model": MODEL, "prompt": "Go on", "max_tokens": 1800, "ignore_eos": True})
+        plain["status"], plain["body"] = r.status_code, r.json()
+
     t = threading.Thread(target=read)
     t.start()
+    t_plain = threading.Thread(target=read_plain)
+    t_plain.start()
     deadline = time.time() + 60
     while not got and not raised and time.time() < deadline:
         time.sleep(0.02)
@@ -117,6 +126,7 @@ def test_a_stream_past_the_shutdown_timeout_ends_with_an_error_the_client_sees(m
     s.proc.send_signal(signal.SIGTERM)
     code = s.proc.wait(30)
     t.join(30)
+    t_plain.join(30)
     assert code == 0
     assert time.time() - start < 10  # 1 s of drain, then the cut and the exit
     # Cut, and said so: the client raises with the server's reason; no finish_reason pretends the
@@ -124,3 +134,6 @@ def test_a_stream_past_the_shutdown_timeout_ends_with_an_error_the_client_sees(m
     assert raised, f"the stream ended silently after {len(got)} chunks (finish_reason {finish})"
     assert "shutting down" in str(raised[0])
     assert finish == []
+    # A request that is not streamed gets the same reason as a 503 error body, not a truncated text.
+    assert plain["status"] == 503, plain
+    assert "shutting down" in plain["body"]["error"]["message"]
