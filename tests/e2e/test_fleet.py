@@ -93,9 +93,24 @@ def delta(before, after):
 def fleet(make_server, tmp_path_factory):
     if not ROUTER.exists():
         pytest.fail(f"{ROUTER} is missing: scripts/setup.sh makes .venv-fleet from tests/e2e/requirements-fleet.txt")
-    # One after the other: make_server returns once a replica is healthy, so the two never build the
-    # shared demo-model cache at the same moment.
-    replicas = [make_server("--max-num-seqs", "4") for _ in range(2)]
+    # Both at once on an empty model cache, as replicas of one machine start: each makes the demo
+    # model and the first to finish wins (the other must neither fail nor serve a half-made one).
+    cache = tmp_path_factory.mktemp("fleet-cache")
+    replicas, errors = [None, None], []
+
+    def start(i):
+        try:
+            replicas[i] = make_server("--max-num-seqs", "4", env={"FP4SERVE_CACHE": str(cache)})
+        except Exception as e:  # reported below, in the test's thread
+            errors.append(e)
+
+    starters = [threading.Thread(target=start, args=(i,)) for i in range(2)]
+    for t in starters:
+        t.start()
+    for t in starters:
+        t.join(180)
+    assert not errors, errors
+    assert [p.name for p in cache.iterdir()] == ["demo-model"], "a partial demo model was left behind"
     log_dir = tmp_path_factory.mktemp("routers")
     routers = {}
 
