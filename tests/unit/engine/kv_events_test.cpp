@@ -288,6 +288,27 @@ TEST(KvEventPublisher, PublishesTopicSequencePayloadAndReplaysFromASequence) {
   EXPECT_EQ(pub.num_dropped(), 0u);
 }
 
+TEST(KvEventPublisher, AFullQueueDropsInsteadOfBlockingAndAccountsForEveryBatch) {
+  KvEventsConfig c;
+  c.enable_kv_cache_events = true;
+  c.publisher = "zmq";
+  c.endpoint = "ipc:///tmp/fp4serve-kv-events-drop-" + std::to_string(::getpid());
+  c.max_queue_size = 1;
+  c.buffer_steps = 0;
+  KvEventPublisher pub(c);
+  constexpr int kBatches = 20000;  // far faster than the thread can encode and send them one by one
+  std::uint64_t accepted = 0;
+  for (int i = 0; i < kBatches; ++i) {
+    KvEventBatch b;
+    b.events.push_back(BlockRemovedEvent{{static_cast<std::uint64_t>(i)}, kAttentionGroup});
+    accepted += pub.publish(std::move(b)) ? 1 : 0;
+  }
+  pub.shutdown();
+  EXPECT_GT(pub.num_dropped(), 0u);
+  EXPECT_EQ(pub.num_published(), accepted) << "every accepted batch is sent, even at shutdown";
+  EXPECT_EQ(pub.num_published() + pub.num_dropped(), static_cast<std::uint64_t>(kBatches));
+}
+
 TEST(KvEventPublisher, ABusyEndpointIsAConfigErrorNamingIt) {
   KvEventsConfig c;
   c.enable_kv_cache_events = true;
