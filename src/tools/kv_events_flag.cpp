@@ -48,7 +48,9 @@ void add_kv_events_flag(CLI::App& cmd, std::string& json_text) {
         try {
           parse_kv_events_config(text);
         } catch (const std::exception& e) {
-          return e.what();
+          // CLI11 puts the option's name in front itself.
+          const std::string what = e.what(), prefix = std::string(kFlag) + ": ";
+          return what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what;
         }
         return {};
       });
