@@ -122,7 +122,8 @@ def test_xxh64_matches_the_reference_vectors():
     assert xxh64(b"") == 0xEF46DB3751D8E999
     assert xxh64(b"a") == 0xD24EC4F1A98C6E5B
     assert xxh64(b"abc") == 0x44BC2CF5AD770999
-    assert xxh64(bytes(range(100))) == xxh64(bytes(range(100)))
+    # Inputs of 32 bytes and more (a block's are 80) are checked against the engine's libxxhash in
+    # test_stores_removals_and_replay.
 
 
 # ---- the subscriber ----
