@@ -32,6 +32,7 @@
 
 #include "engine/cache_plan.h"
 #include "engine/engine_stats.h"
+#include "engine/kv_events.h"
 #include "engine/multimodal_input.h"
 #include "engine/output_channel.h"
 #include "engine/sampling_params.h"
@@ -76,6 +77,8 @@ struct EngineConfig {
   // engine thread when a request's prefill first reaches their rows (image_features.h); the
   // encoder's out_hidden must be the model's hidden size.
   std::shared_ptr<const model::VisionEncoder> vision_encoder;
+  // vLLM's --kv-events-config: KV cache events on a ZMQ PUB socket for KV-aware routers (kv_events.h).
+  KvEventsConfig kv_events;
 };
 
 struct EngineRequest {
