@@ -191,7 +191,7 @@ def test_kv_aware_routing_follows_the_replicas_kv_events(fleet):
     # the chat with its template, itself (docs/vllm-surface.md §2.3).
     router = fleet["router"]("kv_aware")
     replicas = fleet["replicas"]
-    time.sleep(0.5)  # its ZMQ subscriptions connect after /health answers; a missed store is lost
+    time.sleep(1.0)  # its ZMQ subscriptions connect after /health answers; a missed store is lost
     alpha = "Alpha field notes on river deltas, tides, silt, estuaries and the birds of the marsh. " * 6
     bravo = "Bravo service manual for alpine huts: glaciers, moraines, passes, ropes and stoves. " * 6
     charlie = "Charlie, a chat assistant for clock makers: escapements, pendulums, gears and springs. " * 6
