@@ -70,10 +70,12 @@ PixelPatches preprocess_image(const RgbImage& image, const ImageProcessorConfig&
   // then (x - mean) / std in fp32 [transformers: image_processing_backends.py
   // _fuse_mean_std_and_rescale_factor].
   const double inv_rescale = 1.0 / config.rescale_factor;
-  float mean[3], std_[3];
+  // Each uint8 value maps to one float per channel: a table, computed exactly as the tensor op.
+  float table[3][256];
   for (int c = 0; c < 3; ++c) {
-    mean[c] = static_cast<float>(config.image_mean[c]) * static_cast<float>(inv_rescale);
-    std_[c] = static_cast<float>(config.image_std[c]) * static_cast<float>(inv_rescale);
+    const float mean = static_cast<float>(config.image_mean[c]) * static_cast<float>(inv_rescale);
+    const float std_ = static_cast<float>(config.image_std[c]) * static_cast<float>(inv_rescale);
+    for (int v = 0; v < 256; ++v) table[c][v] = (static_cast<float>(v) - mean) / std_;
   }
 
   PixelPatches out;
@@ -93,9 +95,7 @@ PixelPatches preprocess_image(const RgbImage& image, const ImageProcessorConfig&
             for (int t = 0; t < tp; ++t) {
               for (int y = 0; y < p; ++y) {
                 const std::uint8_t* row = &resized.rgb[static_cast<std::size_t>(y0 + y) * stride];
-                for (int x = 0; x < p; ++x) {
-                  *dst++ = (static_cast<float>(row[(x0 + x) * 3 + c]) - mean[c]) / std_[c];
-                }
+                for (int x = 0; x < p; ++x) *dst++ = table[c][row[(x0 + x) * 3 + c]];
               }
             }
           }

@@ -218,14 +218,10 @@ MediaBytes fetch_http(const std::string& url, const MediaFetchOptions& options) 
       continue;
     }
     if (status >= 400) throw ImageError("Failed to fetch media from URL: HTTP " + std::to_string(status) + " error");
+    // No media type: a response's Content-Type is the server's guess (CDNs send WebP under
+    // image/jpeg), and vLLM opens fetched bytes by their content alone.
     MediaBytes out;
     out.data = std::move(d.body);
-    char* type = nullptr;
-    if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK && type) {
-      std::string t = lower(type);
-      out.mime = t.substr(0, t.find(';'));
-      while (!out.mime.empty() && out.mime.back() == ' ') out.mime.pop_back();
-    }
     return out;
   }
   throw ImageError("Failed to fetch media from URL: too many redirects");

@@ -30,7 +30,7 @@ std::string resolve_allowed_local_media_path(const std::string& path);
 
 struct MediaBytes {
   std::vector<std::uint8_t> data;
-  std::string mime;  // the data: URL's or the response's media type, lower case; "" if none
+  std::string mime;  // a data: URL's media type, lower case; "" otherwise (fetched bytes are sniffed)
 };
 
 MediaBytes load_media_url(std::string_view url, const MediaFetchOptions& options);

@@ -42,10 +42,16 @@ void set_png_size(std::vector<std::uint8_t>& png, std::uint32_t width, std::uint
   for (int i = 0; i < 4; ++i) png[29 + i] = static_cast<std::uint8_t>(crc >> (24 - 8 * i));
 }
 
+// JPEG: Pillow 11.3's wheel bundles libjpeg-turbo 3.1.1, Debian has 2.1.5; both use the islow IDCT
+// and fancy upsampling by default, and every golden (baseline 4:2:0, 4:2:2, 4:4:4, grey,
+// progressive, quality 30..95) decodes bit for bit the same. WebP likewise (libwebp 1.5.0 vs 1.2.4).
 TEST(ImageDecode, EveryGoldenDecodesToPilsRgbExactly) {
   const auto m = manifest();
   ASSERT_GE(m["images"].size(), 10u);
-  for (const auto& img : m["images"]) {
+  ASSERT_GE(m["decode_only"].size(), 4u);
+  auto all = m["images"];
+  for (const auto& img : m["decode_only"]) all.push_back(img);
+  for (const auto& img : all) {
     SCOPED_TRACE(img["name"].get<std::string>());
     const RgbImage rgb = decode_image(read_bytes(kDir + img["file"].get<std::string>()));
     const auto golden = read_npy(kDir + img["name"].get<std::string>() + ".rgb.npy");
