@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "checkpoint/weight_loader.h"
+#include "model/vision_config.h"
 #include "tokenizer/tokenizer.h"
 #include "vision/media_source.h"
 
@@ -76,6 +77,30 @@ MediaSettings resolve_media_flags(const MediaFlags& f) {
   return s;
 }
 
+vision::ImageProcessorConfig image_processor_config_for(const std::filesystem::path& model_dir,
+                                                       std::vector<std::string>& log) {
+  const auto path = model_dir / "preprocessor_config.json";
+  if (std::ifstream in(path); in) {
+    const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) throw std::runtime_error(path.string() + " is not valid JSON");
+    return vision::ImageProcessorConfig::from_json(j);
+  }
+  // transformers has no such fallback (its processor would use its own class defaults, Qwen2-VL's
+  // patch 14); but pixels patchified at any other size than the tower's cannot be encoded at all, so
+  // the tower's own patch, temporal patch and merge sizes win over Qwen3.6's defaults.
+  vision::ImageProcessorConfig config;
+  if (const auto vision = model::VisionConfig::load(model_dir)) {
+    config.patch_size = static_cast<int>(vision->patch_size);
+    config.temporal_patch_size = static_cast<int>(vision->temporal_patch_size);
+    config.merge_size = static_cast<int>(vision->spatial_merge_size);
+  }
+  log.push_back("Images: no preprocessor_config.json beside the checkpoint; Qwen3.6's image processor settings "
+                "with config.json's vision_config patch_size " + std::to_string(config.patch_size) +
+                ", temporal_patch_size " + std::to_string(config.temporal_patch_size) + ", spatial_merge_size " +
+                std::to_string(config.merge_size));
+  return config;
+}
+
 server::ImageServing make_image_serving(const MediaSettings& settings, const LoadedCheckpoint& checkpoint,
                                         const tokenizer::Tokenizer& tokenizer, std::vector<std::string>& log) {
   server::ImageServing s;
@@ -92,16 +117,7 @@ server::ImageServing make_image_serving(const MediaSettings& settings, const Loa
     log.push_back("Images: the tokenizer has no <|image_pad|> token; image parts are refused");
     return s;
   }
-  const auto path = checkpoint.directory() / "preprocessor_config.json";
-  std::ifstream in(path);
-  if (in) {
-    const auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) throw std::runtime_error(path.string() + " is not valid JSON");
-    s.processor = vision::ImageProcessorConfig::from_json(j);
-  } else {
-    s.processor = vision::ImageProcessorConfig{};
-    log.push_back("Images: no preprocessor_config.json beside the checkpoint; Qwen3.6's image processor settings");
-  }
+  s.processor = image_processor_config_for(checkpoint.directory(), log);
   log.push_back("Images: at most " + std::to_string(s.image_limit) + " per prompt, patch " +
                 std::to_string(s.processor->patch_size) + ", merge " + std::to_string(s.processor->merge_size) +
                 ", " + std::to_string(s.processor->min_pixels) + ".." + std::to_string(s.processor->max_pixels) +

@@ -5,6 +5,7 @@
 // CPU, language model on the GPU" as one flag). The engine side (h-mrope) reads MediaSettings.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,6 +50,12 @@ struct MediaSettings {
 
 // Throws std::invalid_argument naming the flag (vLLM's messages where it has one).
 MediaSettings resolve_media_flags(const MediaFlags& flags);
+
+// The image processor settings for a model directory: its preprocessor_config.json; without one,
+// Qwen3.6's settings with patch_size / temporal_patch_size / spatial_merge_size taken from
+// config.json's vision_config (the tower can only encode patches of its own size). Logs the fallback.
+vision::ImageProcessorConfig image_processor_config_for(const std::filesystem::path& model_dir,
+                                                       std::vector<std::string>& log);
 
 // What the chat route needs for images: the checkpoint's preprocessor_config.json (when config.json
 // has a vision_config and the tokenizer an <|image_pad|>), the limits and sources, the fetch

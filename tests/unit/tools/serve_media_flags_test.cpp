@@ -1,8 +1,10 @@
 // --limit-mm-per-prompt (vLLM's JSON forms), --vision-device, --allowed-local-media-path: parsed
 // into MediaSettings (what the chat route and the engine side read), bad values refused by name.
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "tools/serve_media_flags.h"
 
@@ -43,6 +45,35 @@ TEST(ServeMediaFlags, VisionDeviceAndLocalMediaPath) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "Invalid `--allowed-local-media-path`: The path /no/such/dir does not exist.");
   }
+}
+
+// Without a preprocessor_config.json the tower's own patch sizes win over Qwen3.6's patch 16:
+// tiny-bf16's tower has patch 8. With one, the file decides (even against the tower).
+TEST(ServeMediaFlags, ImageProcessorFallsBackToTheVisionConfig) {
+  const std::filesystem::path tiny = std::string(FP4SERVE_TEST_DATA_DIR) + "/models/tiny-bf16";
+  ASSERT_FALSE(std::filesystem::exists(tiny / "preprocessor_config.json"));
+  std::vector<std::string> log;
+  const auto fallback = image_processor_config_for(tiny, log);
+  EXPECT_EQ(fallback.patch_size, 8);
+  EXPECT_EQ(fallback.temporal_patch_size, 2);
+  EXPECT_EQ(fallback.merge_size, 2);
+  EXPECT_EQ(fallback.min_pixels, vision::ImageProcessorConfig{}.min_pixels);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("vision_config patch_size 8"), std::string::npos) << log[0];
+
+  const auto dir = std::filesystem::temp_directory_path() / ("fp4serve_preproc_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(tiny / "config.json", dir / "config.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::ofstream(dir / "preprocessor_config.json")
+      << R"({"patch_size": 14, "merge_size": 2, "size": {"shortest_edge": 1024, "longest_edge": 65536}})";
+  log.clear();
+  const auto file = image_processor_config_for(dir, log);
+  EXPECT_EQ(file.patch_size, 14);
+  EXPECT_EQ(file.min_pixels, 1024);
+  EXPECT_EQ(file.max_pixels, 65536);
+  EXPECT_TRUE(log.empty());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
