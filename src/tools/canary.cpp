@@ -41,9 +41,14 @@ std::string first_model(const bench::BaseUrl& base, const bench::HeaderMap& head
 // answer in either place when it runs out of tokens).
 Verdict ask(const bench::BaseUrl& base, const bench::HeaderMap& headers, const CanaryArgs& a, const std::string& model,
             const CanaryCheck& check, bool thinking, const std::string& label) {
+  nlohmann::json content = check.prompt;
+  if (!check.image_url.empty()) {
+    content = nlohmann::json::array({{{"type", "image_url"}, {"image_url", {{"url", check.image_url}}}},
+                                     {{"type", "text"}, {"text", check.prompt}}});
+  }
   nlohmann::json body = {
       {"model", model},
-      {"messages", {{{"role", "user"}, {"content", check.prompt}}}},
+      {"messages", {{{"role", "user"}, {"content", content}}}},
       {"temperature", 0},
       {"max_tokens", thinking ? a.thinking_max_tokens : a.max_tokens},
       {"chat_template_kwargs", {{"enable_thinking", thinking}}},

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <string_view>
 
+#include "vision/png_encode.h"
+
 namespace fp4serve::tools {
 
 std::vector<CanaryCheck> canary_checks() {
@@ -10,6 +12,10 @@ std::vector<CanaryCheck> canary_checks() {
       {"capital-of-france", "What is the capital of France?", "Paris"},
       {"17x23", "What is 17 x 23?", "391"},
       {"special-tokens", "Say hello in one short sentence.", ""},
+      {"image-colour-red", "What colour is this image?", "red",
+       vision::png_data_url(vision::solid_image(32, 32, 255, 0, 0))},
+      {"image-colour-blue", "What colour is this image?", "blue",
+       vision::png_data_url(vision::solid_image(32, 32, 0, 0, 255))},
   };
 }
 

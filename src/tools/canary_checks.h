@@ -13,10 +13,14 @@ struct CanaryCheck {
   std::string name;     // "capital-of-france"
   std::string prompt;   // the user message
   std::string expect;   // substring the answer must contain ("" = only the sanity rules)
+  std::string image_url;  // "" = text only; else an image_url part sent before the text
 };
 
 // The seeds' checks: "What is the capital of France?" -> Paris; 17x23 -> 391; and an open prompt
-// for special-token sanity.
+// for special-token sanity. Then two image checks (issue 19): a 32 x 32 solid red and a solid blue
+// PNG (data: URLs) with "What colour is this image?" -> red / blue. The colour reaches the language
+// model only through the vision tower's rows at their M-RoPE positions; two colours, because a model
+// that sees the same rows for every image (a dead tower) can name at most one of them.
 std::vector<CanaryCheck> canary_checks();
 
 // Why an answer fails the sanity rules, or "" when it passes: empty content, U+FFFD replacement

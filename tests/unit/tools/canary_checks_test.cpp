@@ -3,6 +3,7 @@
 
 #include "cli_test_util.h"
 #include "tools/canary_checks.h"
+#include "vision/png_encode.h"
 
 namespace fp4serve::tools {
 namespace {
@@ -18,6 +19,17 @@ TEST(CanaryChecks, HealthyAnswersPass) {
   EXPECT_EQ(check_problem(check("capital-of-france"), "The capital of France is Paris."), "");
   EXPECT_EQ(check_problem(check("17x23"), "17 x 23 = 391"), "");
   EXPECT_EQ(check_problem(check("special-tokens"), "Hello there!"), "");
+}
+
+TEST(CanaryChecks, ImageChecksSendSolidColourPngs) {
+  const CanaryCheck red = check("image-colour-red");
+  const CanaryCheck blue = check("image-colour-blue");
+  EXPECT_EQ(red.prompt, "What colour is this image?");
+  EXPECT_EQ(red.image_url, vision::png_data_url(vision::solid_image(32, 32, 255, 0, 0)));
+  EXPECT_EQ(blue.image_url, vision::png_data_url(vision::solid_image(32, 32, 0, 0, 255)));
+  EXPECT_EQ(check_problem(red, "The image is red."), "");
+  EXPECT_EQ(check_problem(blue, "The image is red."), "answer does not contain \"blue\"");
+  EXPECT_TRUE(check("capital-of-france").image_url.empty());
 }
 
 TEST(CanaryChecks, WrongAnswersFailWithTheReason) {
