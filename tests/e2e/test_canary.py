@@ -9,8 +9,8 @@ def test_canary_fails_on_a_random_weight_model_with_one_verdict_per_check(server
                         "--thinking-max-tokens", "8"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     lines = [l for l in r.stdout.splitlines() if l.startswith(("PASS ", "FAIL "))]
-    # 3 checks x (alone, in a batch) x (thinking off, on).
-    assert len(lines) == 12, r.stdout
+    # 5 checks (3 text, 2 image) x (alone, in a batch) x (thinking off, on).
+    assert len(lines) == 20, r.stdout
     assert any(l.startswith("FAIL capital-of-france (thinking off, alone)") for l in lines), r.stdout
     assert 'does not contain "Paris"' in r.stdout or "replacement character" in r.stdout
-    assert r.stdout.strip().splitlines()[-1].startswith("canary: 12 checks,")
+    assert r.stdout.strip().splitlines()[-1].startswith("canary: 20 checks,")
