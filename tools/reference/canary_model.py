@@ -33,6 +33,19 @@ CANARY_VISION_CONFIG = dict(TINY_VISION_CONFIG, out_hidden_size=64)
 # The release's ids for its vision markers (config.json of Qwen/Qwen3.6-35B-A3B).
 CANARY_SPECIAL_IDS = dict(image_token_id=248056, video_token_id=248057, vision_start_token_id=248053,
                           vision_end_token_id=248054)
+# preprocessor_config.json: the image processor transformers' AutoImageProcessor builds for this model
+# (the release's settings, but the tower's patch 8 and a pixel range that keeps the canary's 32 x 32
+# images at 4 image tokens). A checkpoint without one would be preprocessed with the processor's own
+# defaults, which know nothing of the tower.
+CANARY_PREPROCESSOR_CONFIG = {
+    "image_processor_type": "Qwen2VLImageProcessorFast",
+    "do_convert_rgb": True, "do_resize": True, "do_rescale": True, "rescale_factor": 1 / 255,
+    "do_normalize": True, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5],
+    "patch_size": CANARY_VISION_CONFIG["patch_size"],
+    "temporal_patch_size": CANARY_VISION_CONFIG["temporal_patch_size"],
+    "merge_size": CANARY_VISION_CONFIG["spatial_merge_size"],
+    "size": {"shortest_edge": 32 * 32, "longest_edge": 256 * 256},
+}
 # generation_config.json shaped like the release's.
 CANARY_GENERATION_CONFIG = {
     "bos_token_id": ENDOFTEXT_ID,
@@ -50,15 +63,46 @@ def load_conversations(path):
         return json.load(f)["conversations"]
 
 
-def render(tokenizer, template, conv):
-    """(prompt ids, completion ids) exactly as a server renders the request and as greedy decoding
-    must produce the answer (the completion is tokenized on its own: generation never re-tokenizes)."""
+def render(tokenizer, template, conv, image_processor=None):
+    """(prompt ids, completion ids, image inputs) exactly as a server renders the request and as greedy
+    decoding must produce the answer (the completion is tokenized on its own: generation never
+    re-tokenizes). A conversation with image_url parts (data: URLs) has each <|image_pad|> expanded to
+    its image's token count, as Qwen's processor does, and image inputs = the model's pixel_values /
+    image_grid_thw / mm_token_type_ids from transformers' image processor; otherwise None."""
     text = tokenizer.apply_chat_template(conv["messages"], tools=conv.get("tools"), chat_template=template,
                                          tokenize=False, add_generation_prompt=True,
                                          enable_thinking=conv["enable_thinking"])
     prompt = tokenizer.encode(text, add_special_tokens=False)
     completion = tokenizer.encode(conv["completion"], add_special_tokens=False) + [IM_END_ID]
-    return prompt, completion
+    images = [part["image_url"]["url"] for m in conv["messages"] if isinstance(m["content"], list)
+              for part in m["content"] if part.get("type") == "image_url"]
+    if not images:
+        return prompt, completion, None
+    pil = [decode_data_url(u) for u in images]
+    processed = image_processor(images=pil, return_tensors="pt")
+    grids = processed["image_grid_thw"]
+    merge = image_processor.merge_size ** 2
+    pad = CANARY_SPECIAL_IDS["image_token_id"]
+    expanded, k = [], 0
+    for t in prompt:
+        if t == pad:
+            expanded += [pad] * (int(grids[k].prod()) // merge)
+            k += 1
+        else:
+            expanded.append(t)
+    assert k == len(pil), (k, len(pil))
+    types = torch.tensor([[1 if t == pad else 0 for t in expanded]])
+    return expanded, completion, {"pixel_values": processed["pixel_values"], "image_grid_thw": grids,
+                                  "mm_token_type_ids": types}
+
+
+def decode_data_url(url):
+    import base64
+    import io
+    from PIL import Image
+    head, _, data = url.partition(",")
+    assert head.startswith("data:image/") and head.endswith(";base64"), head
+    return Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")
 
 
 def make_config():
@@ -141,16 +185,44 @@ class LostGdnState:
         return torch.cat([out[:, :p], alone.transpose(0, 1)], dim=1)
 
 
-def step_margins(model, head, prompt, completion):
+def step_margins(model, head, prompt, completion, mm=None):
     """(logits, targets, margins) at the completion tokens: margin = target logit minus the best other logit
-    over the full vocabulary (unused tokens: 0)."""
-    ids = torch.tensor([prompt + completion[:-1]])
-    h = model.model(input_ids=ids).last_hidden_state[0, len(prompt) - 1:]
-    logits = head.logits(model.lm_head.weight, h)
-    tgt = head.targets(completion)
+    over the full vocabulary (unused tokens: 0). mm: render()'s image inputs (M-RoPE positions from
+    transformers' get_rope_index, the image rows from the tower)."""
+    return group_margins(model, head, [(prompt, completion, mm)])
+
+
+def group_margins(model, head, group):
+    """step_margins of examples of one prompt and one completion length run as one batch (the image
+    examples: one forward instead of six; rows concatenated in order)."""
+    prompt_len = len(group[0][0])
+    ids = torch.tensor([p + c[:-1] for p, c, _ in group])
+    kwargs = {}
+    if group[0][2] is not None:
+        n = len(group[0][1]) - 1
+        kwargs = dict(pixel_values=torch.cat([mm["pixel_values"] for _, _, mm in group]),
+                      image_grid_thw=torch.cat([mm["image_grid_thw"] for _, _, mm in group]),
+                      mm_token_type_ids=torch.cat([torch.cat([mm["mm_token_type_ids"],
+                                                              torch.zeros(1, n, dtype=torch.long)], 1)
+                                                   for _, _, mm in group]))
+        model.model.rope_deltas = None
+    h = model.model(input_ids=ids, **kwargs).last_hidden_state[:, prompt_len - 1:]
+    logits = head.logits(model.lm_head.weight, h.reshape(-1, h.shape[-1]))
+    tgt = torch.cat([head.targets(c) for _, c, _ in group])
     top = logits.gather(1, tgt[:, None])[:, 0]
     other = logits.scatter(1, tgt[:, None], -1e9).max(dim=1).values
     return logits, tgt, top - other
+
+
+def batches(examples):
+    """Text examples one by one; image examples grouped by (prompt, completion) length."""
+    out, groups = [], {}
+    for e in examples:
+        if e[2] is None:
+            out.append([e])
+        else:
+            groups.setdefault((len(e[0]), len(e[1])), []).append(e)
+    return out + list(groups.values())
 
 
 def train(model, head, examples, min_margin, max_steps, lr=3e-3, log=print):
@@ -158,7 +230,13 @@ def train(model, head, examples, min_margin, max_steps, lr=3e-3, log=print):
     (b) with the GDN state lost after the prompt (LostGdnState), the second completion token of every
     example loses by min_margin (greedy decoding goes elsewhere at the first step that needs the state).
     Loss: cross-entropy + hinge on (a), hinge on (b) for every completion token after the first.
+    examples: (prompt, completion, image inputs or None); (b) only for the text ones (the canary's text
+    checks already fail with the state lost; leaving the image ones out saves a third of the time).
+    The vision tower stays frozen at its initial weights: the language model learns to read its rows.
     Returns (smallest margin, largest lost-state margin)."""
+    for n, p in model.named_parameters():
+        if "visual" in n:
+            p.requires_grad_(False)
     params = [p for n, p in model.named_parameters() if "visual" not in n]
     opt = torch.optim.Adam(params, lr=lr)
     lost = LostGdnState(model)
@@ -166,22 +244,25 @@ def train(model, head, examples, min_margin, max_steps, lr=3e-3, log=print):
     for step in range(max_steps):
         opt.zero_grad()
         total = 0.0
-        for prompt, completion in examples:
-            logits, tgt, margin = step_margins(model, head, prompt, completion)
-            loss = torch.nn.functional.cross_entropy(logits, tgt) + torch.relu(min_margin + 1.0 - margin).mean()
-            lost.lost_from = len(prompt)
-            _, _, lost_margin = step_margins(model, head, prompt, completion)
-            lost.lost_from = None
-            loss = loss + torch.relu(min_margin + 1.0 + lost_margin[1:]).mean()
+        for group in batches(examples):
+            logits, tgt, margin = group_margins(model, head, group)
+            loss = len(group) * (torch.nn.functional.cross_entropy(logits, tgt) +
+                                 torch.relu(min_margin + 1.0 - margin).mean())
+            prompt, completion, mm = group[0]
+            if mm is None:
+                lost.lost_from = len(prompt)
+                _, _, lost_margin = step_margins(model, head, prompt, completion)
+                lost.lost_from = None
+                loss = loss + torch.relu(min_margin + 1.0 + lost_margin[1:]).mean()
             loss.backward()
-            total += float(loss)
+            total += float(loss.detach())
         opt.step()
         if step % 10 == 0 or step == max_steps - 1:
             model.eval()
             with torch.no_grad():
-                worst = min(float(step_margins(model, head, p, c)[2].min()) for p, c in examples)
+                worst = min(float(group_margins(model, head, g)[2].min()) for g in batches(examples))
                 firsts = []
-                for p, c in examples:
+                for p, c, _ in (e for e in examples if e[2] is None):
                     lost.lost_from = len(p)
                     firsts.append(float(step_margins(model, head, p, c)[2][1]))
                 lost.lost_from = None
