@@ -188,7 +188,8 @@ class Backend {
   virtual void round_bf16(const TensorView& x) = 0;
   // x = bf16(x + y), both [R, H] bf16.
   virtual void residual_add(const TensorView& x, const TensorView& y) = 0;
-  // In place on x [T, heads, D] bf16 at positions [T] i64 (text RoPE: one position per token).
+  // In place on x [T, heads, D] bf16 at positions [T] i64 (text RoPE: one position per token) or
+  // [3, T] i64 (M-RoPE: the t, h and w axes; a row with three equal values rotates as [T] does).
   virtual void rope(const TensorView& x, const TensorView& positions, const RopeConfig& cfg) = 0;
   // Writes k, v [T, Hkv, D] bf16 rows of each sequence into its cache at its positions.
   virtual void kv_write(std::span<const AttentionSeqDesc> seqs, const TensorView& k, const TensorView& v) = 0;

@@ -26,6 +26,7 @@ class VisionTower final : public VisionEncoder {
 
   // Throws std::invalid_argument for patches that do not fit the tower (patch size, grid, value count).
   std::vector<float> encode(const vision::PixelPatches& image) const override;
+  void validate(const vision::PixelPatches& image) const override { check(image); }
   // Several images in one pass, as HF's batched call (attention stays within each image: cu_seqlens):
   // every image's rows, concatenated in order.
   std::vector<float> encode_batch(std::span<const vision::PixelPatches> images) const;

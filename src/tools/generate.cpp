@@ -91,7 +91,7 @@ void run_batch(const GenerateOptions& o) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) lines.push_back(line);
   if (lines.empty()) throw std::runtime_error("--batch: " + o.batch + " has no prompts");
-  ServingModel sm = load_serving_model(o.model, o.engine);
+  ServingModel sm = load_serving_model(o.model, o.engine, nullptr, VisionChoice{false, false, "generate takes no images"});
   for (const std::string& d : sm.decisions) std::fprintf(stderr, "%s\n", d.c_str());
   engine::Engine eng(sm.model, sm.tokenizer, sm.config);
   for (const std::string& l : eng.info().cache.log_lines) std::fprintf(stderr, "%s\n", l.c_str());
