@@ -123,7 +123,8 @@ uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
   return static_cast<uint64_t>(value * mult);
 }
 
-ServingModel load_serving_model(const std::string& model_path, const EngineFlags& f, StartupPhases* phases) {
+ServingModel load_serving_model(const std::string& model_path, const EngineFlags& f, StartupPhases* phases,
+                                bool weights) {
   ServingModel s;
   StartupPhases own;
   StartupPhases& ph = phases ? *phases : own;
@@ -142,7 +143,7 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
     throw std::runtime_error("--speculative-config: MTP speculative decoding is unavailable: " +
                              ck->mtp_unavailable_reason());
   bool cache_hit = false;
-  if (f.weight_cache && backend->packs_weights()) {
+  if (weights && f.weight_cache && backend->packs_weights()) {
     const auto file = weight_cache_file(ck->directory(), kernels::cpu::isa_name(backend->isa()));
     const uint64_t free_bytes = free_bytes_for(file);
     // The MTP layer's panels follow the model's when it is bound: a different set of entries.
@@ -156,13 +157,15 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
                                         static_cast<double>(ck->file_bytes()) / 1e9));
     }
   }
-  if (!cache_hit) ck->touch_weight_pages(true);
-  ph.mark("load");
-  auto model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
-  if (spec.enabled) model->bind_mtp();
-  s.model = model;
-  if (const std::string line = backend->finish_weight_cache(); !line.empty()) s.decisions.push_back(line);
-  ph.mark(cache_hit ? "map weights" : "pack weights");
+  if (weights) {
+    if (!cache_hit) ck->touch_weight_pages(true);
+    ph.mark("load");
+    auto model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
+    if (spec.enabled) model->bind_mtp();
+    s.model = model;
+    if (const std::string line = backend->finish_weight_cache(); !line.empty()) s.decisions.push_back(line);
+    ph.mark(cache_hit ? "map weights" : "pack weights");
+  }
   const std::filesystem::path tok_path = f.tokenizer.empty() ? ck->directory() : std::filesystem::path(f.tokenizer);
   s.tokenizer = load_tokenizer(tok_path);
   s.tokenizer_dir = tokenizer_directory(tok_path).string();
@@ -225,8 +228,10 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   }
   if (const int32_t id = eos_token.empty() ? -1 : s.tokenizer->token_to_id(eos_token); id >= 0) c.eos_token_id = id;
   else if (!c.generation_eos_token_ids.empty()) c.eos_token_id = c.generation_eos_token_ids.front();
-  s.decisions.push_back("Backend: " + s.model->backend().describe());
-  s.decisions.push_back(s.model->backend().weights_summary());
+  if (s.model) {
+    s.decisions.push_back("Backend: " + s.model->backend().describe());
+    s.decisions.push_back(s.model->backend().weights_summary());
+  }
   return s;
 }
 

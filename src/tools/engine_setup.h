@@ -59,7 +59,9 @@ struct ServingModel {
 // one, as vLLM; cache memory default; threads). Throws with the file or flag named.
 // `phases`, when given, gets the load's phases (locate or download, load, pack or map weights,
 // tokenizer).
+// `weights` false: no model (the front-end of an engine process reads configs and the tokenizer
+// only; `model` stays null).
 ServingModel load_serving_model(const std::string& model_path, const EngineFlags& flags,
-                                StartupPhases* phases = nullptr);
+                                StartupPhases* phases = nullptr, bool weights = true);
 
 }  // namespace fp4serve::tools
