@@ -22,7 +22,7 @@ MAX_TOKENS = 40
 @pytest.fixture(scope="module")
 def restart_server(make_server, canary_model_dir):
     return make_server("--model", str(canary_model_dir("bf16")), "--served-model-name", MODEL,
-                       "--enable-debug-endpoints", "--health-stall-timeout", "1", "--max-num-seqs", "64")
+                       "--enable-debug-endpoints", "--health-stall-timeout", "3", "--max-num-seqs", "64")
 
 
 def client_for(server):

@@ -260,6 +260,16 @@ long ProcessEngineClient::engine_pid() const {
 }
 
 void ProcessEngineClient::supervise() {
+  supervise_until_shutdown();
+  // A child dies with the thread that forked it (PR_SET_PDEATHSIG is per thread): this thread,
+  // which starts the restarted ones, waits until shutdown() has stopped the last child.
+  std::unique_lock lock(mutex_);
+  supervisor_parked_ = true;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return supervisor_released_; });
+}
+
+void ProcessEngineClient::supervise_until_shutdown() {
   auto last_answer = Clock::now();
   while (true) {
     std::shared_ptr<Child> child;
@@ -390,15 +400,12 @@ void ProcessEngineClient::fail_all(const std::string& error, bool is_shutdown) {
 void ProcessEngineClient::shutdown(std::chrono::milliseconds drain) {
   std::shared_ptr<Child> child;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (shutting_down_) return;
     shutting_down_ = true;
-    child = child_;
     cv_.notify_all();
-  }
-  if (supervisor_.joinable()) supervisor_.join();
-  {
-    std::lock_guard lock(mutex_);
+    // Past any restart in progress: child_ is the last engine process.
+    if (supervisor_.joinable()) cv_.wait(lock, [&] { return supervisor_parked_; });
     child = child_;
   }
   if (child && !child->reaped) {
@@ -416,8 +423,13 @@ void ProcessEngineClient::shutdown(std::chrono::milliseconds drain) {
     spdlog::info("Engine process pid {} {}", child->pid, describe_wait_status(status));
   }
   fail_all("server shutting down", true);
-  std::lock_guard lock(mutex_);
-  up_ = false;
+  {
+    std::lock_guard lock(mutex_);
+    up_ = false;
+    supervisor_released_ = true;
+    cv_.notify_all();
+  }
+  if (supervisor_.joinable()) supervisor_.join();
 }
 
 }  // namespace fp4serve::engine::ipc

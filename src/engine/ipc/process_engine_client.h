@@ -66,7 +66,8 @@ class ProcessEngineClient final : public EngineClient {
   void read_loop(Child* child);  // the child's reader thread (the Child owns it)
   void on_output(const nlohmann::json& m);
   void on_ack(const nlohmann::json& m);
-  void supervise();
+  void supervise();                 // the supervisor thread: restarts, then parks until shutdown
+  void supervise_until_shutdown();  // the watchdog and restart loop
   bool restart();  // false: no more engine (budget spent or shutting down)
   bool send(const nlohmann::json& m) const;
   std::optional<EngineStats> query_stats(std::chrono::milliseconds timeout) const;
@@ -82,6 +83,8 @@ class ProcessEngineClient final : public EngineClient {
   bool up_ = false;          // a child is running and has taken the in-flight requests
   bool gone_ = false;        // restart budget spent: no engine any more
   bool shutting_down_ = false;
+  bool supervisor_parked_ = false;    // the supervisor has stopped restarting
+  bool supervisor_released_ = false;  // shutdown() has stopped the last child: the supervisor may end
   InflightTable table_;
   mutable std::int64_t next_query_ = 0;
   mutable std::map<std::int64_t, std::optional<EngineStats>> stats_replies_;

@@ -93,6 +93,37 @@ TEST(EngineResume, StopStringStraddlingTheResumePointStillStops) {
   EXPECT_EQ(sent.size() + rest.tokens[0].size(), cut.tokens[0].size());
 }
 
+TEST(EngineResume, StructuredOutputContinuesFromTheMatcherAdvancedOverTheSentTokens) {
+  EngineConfig c = small_engine_config();
+  c.eos_token_id = 0;  // "!" stands in for EOS (structured_engine_test.cpp)
+  Engine engine(tiny_model(), qwen_tokenizer(), c);
+  std::mt19937 rng(21);
+  EngineRequest r = greedy_request("json", random_prompt(rng, 12), 96);
+  r.params.ignore_eos = false;
+  StructuredOutputsParams so;
+  so.kind = StructuredOutputsParams::Kind::kJson;
+  so.spec = R"({"type":"object","properties":{"ok":{"type":"boolean"},"n":{"type":"integer"}},)"
+            R"("required":["ok","n"]})";
+  so.disable_any_whitespace = true;
+  r.params.structured_outputs = so;
+  const Finished full = collect(*engine.submit(r));
+  ASSERT_FALSE(full.error);
+  ASSERT_GE(full.tokens[0].size(), 6u);
+  const int k = 4;
+  const std::size_t bytes = text_bytes_after(engine, r, k);
+  EngineRequest resumed = r;
+  resumed.id = "json-resumed";
+  resumed.resumed.push_back({0, std::vector<std::int32_t>(full.tokens[0].begin(), full.tokens[0].begin() + k), bytes,
+                             false});
+  const Finished rest = collect(*engine.submit(resumed));
+  ASSERT_FALSE(rest.error);
+  std::vector<std::int32_t> all(full.tokens[0].begin(), full.tokens[0].begin() + k);
+  all.insert(all.end(), rest.tokens[0].begin(), rest.tokens[0].end());
+  EXPECT_EQ(all, full.tokens[0]);
+  EXPECT_EQ(full.text[0].substr(0, bytes) + rest.text[0], full.text[0]);
+  EXPECT_EQ(rest.finish_reason[0], full.finish_reason[0]);
+}
+
 TEST(EngineResume, FinishedSequencesOfAnNRequestAreNotRunAgain) {
   Engine engine(tiny_model(), qwen_tokenizer(), small_engine_config());
   std::mt19937 rng(9);
