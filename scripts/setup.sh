@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything fp4serve needs to build and test on Debian 12, then builds it.
 # Idempotent: packages already present and an existing venv are kept.
-#   scripts/setup.sh              Debian packages, the test venvs (.venv, .venv-loadtest), build/ (Release + CUDA when nvcc exists)
+#   scripts/setup.sh              Debian packages, the test venvs (.venv, .venv-loadtest, .venv-fleet), build/ (Release + CUDA when nvcc exists)
 #   scripts/setup.sh --reference  also .venv-reference: torch/transformers 5/modelopt for tools/reference (large)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +63,9 @@ venv .venv tools/reference/requirements-test.txt
 # The load testers of the e2e suite (NVIDIA's aiperf) in their own venv: they pull in ~1 GB of
 # dependencies (dash, optuna, pandas, transformers >= 4.56) whose versions must not move .venv's pins.
 venv .venv-loadtest tests/e2e/requirements-loadtest.txt
+# The router of the fleet test (vllm-router, a Rust wheel) and the Kubernetes manifest validator: small
+# (~150 MB, no torch), apart so that their web-framework pins never meet .venv's.
+venv .venv-fleet tests/e2e/requirements-fleet.txt
 # The reference stack (torch, transformers 5.x, ModelOpt, AutoRound) lives in its own venv: it needs
 # transformers 5.x for the Qwen3.5-MoE classes, while .venv pins the version the tokenizer and
 # chat-template parity data were made with.

@@ -1,5 +1,7 @@
 #include "tools/demo_model.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -43,14 +45,19 @@ fs::path find_tokenizer_dir() {
       "give a MODEL");
 }
 
+bool complete(const fs::path& dir) {
+  return fs::exists(dir / "model.safetensors") && fs::exists(dir / "tokenizer.json");
+}
+
 }  // namespace
 
 std::string ensure_demo_model() {
   const fs::path dir = cache_root() / "demo-model";
-  if (fs::exists(dir / "model.safetensors") && fs::exists(dir / "tokenizer.json")) return dir.string();
+  if (complete(dir)) return dir.string();
   const fs::path tok = find_tokenizer_dir();
   spdlog::info("No MODEL given: making the built-in demo model (random weights, real tokenizer) in {}", dir.string());
-  const fs::path tmp = dir.string() + ".partial";
+  // Per process: replicas started together on one cache each make their own and the first rename wins.
+  const fs::path tmp = dir.string() + ".partial-" + std::to_string(::getpid());
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   synth::SynthOptions options;
@@ -61,8 +68,14 @@ std::string ensure_demo_model() {
   options.progress = ByteProgress::Mode::kOff;
   synth::synthesize(options);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(tok / f, tmp / f);
-  fs::remove_all(dir);
-  fs::rename(tmp, dir);  // atomic: a half-made demo model is never picked up
+  if (!complete(dir)) fs::remove_all(dir);  // a half-made one from an older layout or a crash
+  std::error_code ec;
+  fs::rename(tmp, dir, ec);  // atomic: a half-made demo model is never picked up
+  if (ec) {
+    // Renaming onto a non-empty directory fails: another process finished first; use its model.
+    fs::remove_all(tmp);
+    if (!complete(dir)) throw std::runtime_error("cannot make the demo model in " + dir.string() + ": " + ec.message());
+  }
   return dir.string();
 }
 

@@ -120,7 +120,7 @@ void GrammarCompiler::run() {
       wake_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
       if (stopping_) {
         // Whoever still waits gets an answer instead of a broken promise.
-        for (Job& j : jobs_) j.promise.set_value(CompiledConstraint{nullptr, "the server is shutting down", 0.0});
+        for (Job& j : jobs_) j.promise.set_value(CompiledConstraint{nullptr, "the server is shutting down", 0.0, nullptr});
         jobs_.clear();
         return;
       }

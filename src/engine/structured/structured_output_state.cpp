@@ -42,9 +42,16 @@ StructuredOutputState::~StructuredOutputState() = default;
 
 bool StructuredOutputState::constrained() const { return started_ && !matcher_->IsTerminated(); }
 
-bool StructuredOutputState::ends_reasoning(std::span<const std::int32_t> ids, std::size_t end) const {
+bool StructuredOutputState::ends_reasoning(std::span<const std::int32_t> output_ids,
+                                           std::span<const std::int32_t> drafts, std::size_t drafts_seen) const {
+  const std::size_t end = output_ids.size() + drafts_seen;
   if (end < end_ids_.size()) return false;
-  return std::equal(end_ids_.begin(), end_ids_.end(), ids.begin() + static_cast<std::ptrdiff_t>(end - end_ids_.size()));
+  for (std::size_t k = 0; k < end_ids_.size(); ++k) {
+    const std::size_t at = end - end_ids_.size() + k;
+    const std::int32_t id = at < output_ids.size() ? output_ids[at] : drafts[at - output_ids.size()];
+    if (id != end_ids_[k]) return false;
+  }
+  return true;
 }
 
 bool StructuredOutputState::fill(std::span<std::int32_t> out) {
@@ -60,7 +67,7 @@ bool StructuredOutputState::fill(std::span<std::int32_t> out) {
 StructuredOutputState::Progress StructuredOutputState::advance(std::span<const std::int32_t> output_ids) {
   for (; seen_ < output_ids.size(); ++seen_) {
     if (!started_) {
-      started_ = ends_reasoning(output_ids, seen_ + 1);
+      started_ = ends_reasoning(output_ids.first(seen_ + 1), {}, 0);
       continue;
     }
     if (matcher_->IsTerminated()) continue;  // ignore_eos: the grammar is done, the rest is free
@@ -73,47 +80,44 @@ StructuredOutputState::Progress StructuredOutputState::advance(std::span<const s
   return Progress::kOk;
 }
 
+template <class Visit>
+StructuredOutputState::DraftWalk StructuredOutputState::walk_drafts(std::span<const std::int32_t> output_ids,
+                                                                    std::span<const std::int32_t> drafts, Visit visit) {
+  DraftWalk walk{started_, 0};
+  for (std::size_t k = 0; k < drafts.size(); ++k) {
+    if (!walk.started) {
+      walk.started = ends_reasoning(output_ids, drafts, k + 1);
+      if (!visit(false)) break;
+      continue;
+    }
+    if (matcher_->IsTerminated() || !matcher_->AcceptToken(drafts[k])) break;
+    ++walk.accepted;
+    if (!visit(true)) break;
+  }
+  return walk;
+}
+
 bool StructuredOutputState::mask_after(std::span<const std::int32_t> output_ids, std::span<const std::int32_t> drafts,
                                        std::span<std::int32_t> out) {
   // The row sees output_ids + drafts; drafts are always accepted by valid_draft_prefix beforehand.
-  std::vector<std::int32_t> all(output_ids.begin(), output_ids.end());
-  bool started = started_;
-  int accepted = 0;
-  for (std::int32_t d : drafts) {
-    all.push_back(d);
-    if (!started) {
-      started = ends_reasoning(all, all.size());
-      continue;
-    }
-    if (matcher_->IsTerminated() || !matcher_->AcceptToken(d)) break;
-    ++accepted;
-  }
-  const bool masked = started && !matcher_->IsTerminated();
+  const DraftWalk walk = walk_drafts(output_ids, drafts, [](bool) { return true; });
+  const bool masked = walk.started && !matcher_->IsTerminated();
   if (masked) fill(out);
-  if (accepted > 0) matcher_->Rollback(accepted);
+  if (walk.accepted > 0) matcher_->Rollback(walk.accepted);
   return masked;
 }
 
 std::size_t StructuredOutputState::valid_draft_prefix(std::span<const std::int32_t> output_ids,
                                                       std::span<const std::int32_t> drafts) {
-  std::vector<std::int32_t> all(output_ids.begin(), output_ids.end());
-  std::vector<std::int32_t> scratch(mask_.size());
-  bool started = started_;
-  int accepted = 0;
+  if (scratch_.size() != mask_.size()) scratch_.resize(mask_.size());
   std::size_t valid = 0;
-  for (std::int32_t d : drafts) {
-    all.push_back(d);
-    if (!started) {
-      started = ends_reasoning(all, all.size());
-      ++valid;
-      continue;
-    }
-    if (matcher_->IsTerminated() || !matcher_->AcceptToken(d)) break;
-    ++accepted;
-    if (!matcher_->IsTerminated() && !fill(scratch)) break;  // would dead-end: cut here
+  const DraftWalk walk = walk_drafts(output_ids, drafts, [&](bool matched) {
+    // A draft after which no token can continue the grammar would dead-end: cut it and the rest.
+    if (matched && !matcher_->IsTerminated() && !fill(scratch_)) return false;
     ++valid;
-  }
-  if (accepted > 0) matcher_->Rollback(accepted);
+    return true;
+  });
+  if (walk.accepted > 0) matcher_->Rollback(walk.accepted);
   return valid;
 }
 

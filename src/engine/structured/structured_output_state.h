@@ -66,8 +66,20 @@ class StructuredOutputState {
   std::size_t tokens_seen() const { return seen_; }
 
  private:
-  bool ends_reasoning(std::span<const std::int32_t> output_ids, std::size_t end) const;
+  // Whether output_ids followed by the first `drafts_seen` drafts ends with the reasoning end marker
+  // (read across the two spans: the step path never concatenates them).
+  bool ends_reasoning(std::span<const std::int32_t> output_ids, std::span<const std::int32_t> drafts,
+                      std::size_t drafts_seen) const;
   bool fill(std::span<std::int32_t> out);  // false when no token is allowed
+  // Feeds the drafts after output_ids to the matcher, as advance() would, calling visit(started)
+  // after each one it takes (false from visit stops the walk); returns whether the walk ended past
+  // the reasoning, and leaves the matcher advanced by `accepted` tokens for the caller to roll back.
+  struct DraftWalk {
+    bool started = false;
+    int accepted = 0;
+  };
+  template <class Visit>
+  DraftWalk walk_drafts(std::span<const std::int32_t> output_ids, std::span<const std::int32_t> drafts, Visit visit);
 
   std::unique_ptr<xgrammar::GrammarMatcher> matcher_;
   std::shared_ptr<const std::vector<std::int32_t>> filter_;
@@ -76,6 +88,7 @@ class StructuredOutputState {
   bool started_;
   std::size_t seen_ = 0;
   std::vector<std::int32_t> mask_;
+  std::vector<std::int32_t> scratch_;  // valid_draft_prefix's dead-end probe, sized once
 };
 
 }  // namespace fp4serve::engine
