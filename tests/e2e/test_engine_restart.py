@@ -22,7 +22,8 @@ MAX_TOKENS = 40
 @pytest.fixture(scope="module")
 def restart_server(make_server, canary_model_dir):
     return make_server("--model", str(canary_model_dir("bf16")), "--served-model-name", MODEL,
-                       "--enable-debug-endpoints", "--health-stall-timeout", "3", "--max-num-seqs", "64")
+                       "--enable-debug-endpoints", "--health-stall-timeout", "3", "--max-num-seqs", "64",
+                       "--max-engine-restarts", "10")
 
 
 def client_for(server):
@@ -167,3 +168,17 @@ def test_cancelled_and_refused_requests_are_not_replayed(restart_server, undistu
     assert resumed[-1] == "1", "only the live stream is resubmitted"
     assert metric(restart_server, "vllm:num_requests_running") == 0
     assert metric(restart_server, "vllm:num_requests_waiting") == 0
+
+
+def test_during_a_restart_health_is_503_and_new_requests_wait(restart_server, undisturbed):
+    c = client_for(restart_server)
+    restarts = metric(restart_server, "fp4serve:engine_restarts_total")
+    os.kill(engine_pid(restart_server), signal.SIGKILL)
+    assert wait_for(lambda: requests.get(restart_server.url + "/health", timeout=10).status_code == 503, 5)
+    assert "restarting" in requests.get(restart_server.url + "/health", timeout=10).json()["error"]["message"]
+    # Sent while no engine runs: it waits for the new one instead of failing.
+    r = c.completions.create(model=MODEL, prompt=prompt(3), max_tokens=MAX_TOKENS, temperature=0,
+                             extra_body={"ignore_eos": True})
+    assert r.choices[0].text == undisturbed[3][0]
+    assert metric(restart_server, "fp4serve:engine_restarts_total") == restarts + 1
+    assert requests.get(restart_server.url + "/health", timeout=10).status_code == 200
