@@ -371,7 +371,7 @@ bool ProcessEngineClient::restart() {
       child_ = child;
       cancelled = table_.take_cancelled();
       requests = table_.resumable();
-      resume_started_ = died;
+      if (!requests.empty()) resume_started_ = died;
     }
     for (const EngineRequest& r : requests) send(json{{"t", msg::kSubmit}, {"req", encode_engine_request(r)}});
     resumed = requests.size();
