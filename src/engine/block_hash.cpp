@@ -20,4 +20,6 @@ BlockHash hash_block_tokens(BlockHash parent, std::span<const std::int32_t> toke
   return XXH64_digest(&state);
 }
 
+std::uint64_t cache_salt_key(std::string_view salt) { return XXH64(salt.data(), salt.size(), 0) | 1; }
+
 }  // namespace fp4serve::engine

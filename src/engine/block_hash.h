@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 namespace fp4serve::engine {
 
@@ -19,5 +20,10 @@ inline constexpr BlockHash kRootBlockHash = 0x243F6A8885A308D3ull;  // pi's frac
 // later, multimodal item hashes and LoRA ids.
 BlockHash hash_block_tokens(BlockHash parent, std::span<const std::int32_t> tokens,
                             std::span<const std::uint64_t> extra_keys = {});
+
+// The extra key of a request's `cache_salt` (EngineRequest::cache_salt_hash): XXH64 of its UTF-8
+// bytes with seed 0, low bit set so that no salt maps to 0 ("no salt"). Documented
+// (docs/vllm-surface.md, "KV events") so a router can recompute block hashes.
+std::uint64_t cache_salt_key(std::string_view salt);
 
 }  // namespace fp4serve::engine

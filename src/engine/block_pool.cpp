@@ -93,6 +93,7 @@ void BlockPool::drop_hash(std::int32_t id) {
   table_.erase(b.hash, id);
   b.has_hash = false;
   ++num_evictions_;
+  if (events_ != nullptr) events_->block_removed(kAttentionGroup, b.hash);
 }
 
 bool BlockPool::allocate(int n, std::vector<std::int32_t>& out) {

@@ -17,6 +17,7 @@
 
 #include "engine/block_hash.h"
 #include "engine/block_hash_table.h"
+#include "engine/kv_events.h"
 
 namespace fp4serve::engine {
 
@@ -72,6 +73,8 @@ class BlockPool {
   int num_registered() const { return table_.size(); }
   std::int64_t num_evictions() const { return num_evictions_; }
   bool prefix_caching() const { return enable_prefix_caching_; }
+  // KV events (kv_events.h): an evicted hash is reported as BlockRemoved of the attention group.
+  void set_event_recorder(KvEventRecorder* recorder) { events_ = recorder; }
   // Free queue from head (next to allocate) to tail. For tests and debugging; allocates.
   std::vector<std::int32_t> free_queue_order() const;
 
@@ -94,6 +97,7 @@ class BlockPool {
   bool enable_prefix_caching_;
   BlockHashTable table_;
   std::int64_t num_evictions_ = 0;
+  KvEventRecorder* events_ = nullptr;
 };
 
 }  // namespace fp4serve::engine

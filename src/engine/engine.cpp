@@ -16,6 +16,7 @@
 #include "engine/scheduler.h"
 #include "engine/state_pool.h"
 #include "engine/state_snapshot_store.h"
+#include "engine/kv_event_publisher.h"
 #include "engine/step_sampling.h"
 #include "engine/stop_strings.h"
 #include "engine/structured/grammar_compiler.h"
@@ -129,6 +130,29 @@ struct Engine::Impl {
     stats.request_max_num_generation_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.request_params_max_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.last_progress = Clock::now();
+    if (c.kv_events.publishes()) start_kv_events(c.kv_events);
+  }
+
+  // KV events: the cache's emit points record into kv_event_log; after each step the events become
+  // one batch for the publisher thread. The first batch says the cache is empty, so a router that
+  // indexed an earlier engine on this endpoint (a restart) forgets it.
+  void start_kv_events(const KvEventsConfig& ec) {
+    kv_publisher = std::make_unique<KvEventPublisher>(ec);
+    kv.set_event_recorder(&kv_event_log);
+    snapshots.set_event_recorder(&kv_event_log);
+    spdlog::info("KV events: publishing on {} (topic '{}'){}{}", kv_publisher->pub_address(), ec.topic,
+                 ec.replay_endpoint ? ", replay on " + kv_publisher->replay_address() : std::string(),
+                 config.enable_prefix_caching ? "" : "; prefix caching is off, so no block will be reported");
+    kv_event_log.all_blocks_cleared();
+    flush_kv_events();
+  }
+
+  void flush_kv_events() {
+    if (!kv_publisher || kv_event_log.empty()) return;
+    KvEventBatch batch;
+    batch.ts = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    batch.events = kv_event_log.take();
+    kv_publisher->publish(std::move(batch));
   }
 
   SamplerConfig make_sampler_config() const {
@@ -246,6 +270,7 @@ struct Engine::Impl {
         for (const std::string& id : ids) abort_parent(id, fmt::format("engine error: {}", e.what()));
         publish(scheduler.has_unfinished_requests());
       }
+      flush_kv_events();
     }
   }
 
@@ -749,6 +774,8 @@ struct Engine::Impl {
   std::shared_ptr<const tokenizer::Tokenizer> tok;
   EngineConfig config;
   EngineInfo info;
+  KvEventRecorder kv_event_log;                     // engine thread only; before the stores that point at it
+  std::unique_ptr<KvEventPublisher> kv_publisher;   // null: --kv-events-config off
   StateSnapshotStore snapshots;
   KvCacheManager kv;
   StateSlotPool slots;

@@ -32,6 +32,7 @@
 
 #include "engine/cache_plan.h"
 #include "engine/engine_stats.h"
+#include "engine/kv_events.h"
 #include "engine/multimodal_input.h"
 #include "engine/output_channel.h"
 #include "engine/resumed_sequence.h"
@@ -72,6 +73,8 @@ struct EngineConfig {
   // method "mtp"), instead of `drafter`: the model must have its MTP head bound (bind_mtp), the KV
   // cache gets the MTP layer's KV in the same blocks (so fewer blocks fit the budget).
   bool mtp = false;
+  // vLLM's --kv-events-config: KV cache events on a ZMQ PUB socket for KV-aware routers (kv_events.h).
+  KvEventsConfig kv_events;
 };
 
 struct EngineRequest {

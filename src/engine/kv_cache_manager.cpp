@@ -145,10 +145,60 @@ void KvCacheManager::cache_computed_blocks(Request& request) {
   update_block_hashes(request);
   const int num_full = std::min(request.num_computed_tokens / config_.block_size,
                                 static_cast<int>(request.res.block_ids.size()));
-  for (int i = request.res.num_registered_blocks; i < num_full; ++i)
-    pool_.register_block(request.res.block_ids[static_cast<std::size_t>(i)],
-                         request.res.block_hashes[static_cast<std::size_t>(i)]);
+  // Events: one BlockStored per run of blocks this call registers (vLLM cache_full_blocks sends one
+  // per call). A block whose hash another block already holds stays unregistered and unreported, so
+  // every BlockStored hash is later matched by exactly one BlockRemoved.
+  int run_start = -1;
+  for (int i = request.res.num_registered_blocks; i < num_full; ++i) {
+    const std::int32_t id = request.res.block_ids[static_cast<std::size_t>(i)];
+    const bool had_hash = pool_.has_hash(id);
+    const bool newly = pool_.register_block(id, request.res.block_hashes[static_cast<std::size_t>(i)]) && !had_hash;
+    if (events_ == nullptr) continue;
+    if (newly && run_start < 0) run_start = i;
+    if (!newly && run_start >= 0) {
+      events_->block_stored(stored_event(request, run_start, i, kAttentionGroup));
+      run_start = -1;
+    }
+  }
+  if (events_ != nullptr && run_start >= 0)
+    events_->block_stored(stored_event(request, run_start, num_full, kAttentionGroup));
   request.res.num_registered_blocks = std::max(request.res.num_registered_blocks, num_full);
+}
+
+void KvCacheManager::set_event_recorder(KvEventRecorder* recorder) {
+  events_ = recorder;
+  pool_.set_event_recorder(recorder);
+}
+
+void KvCacheManager::record_snapshot_stored(Request& request, int boundary_tokens) {
+  if (events_ == nullptr) return;
+  const int end = boundary_tokens / config_.block_size;
+  if (end <= 0 || boundary_tokens % config_.block_size != 0)
+    throw EngineLogicError(fmt::format("request '{}': GDN snapshot at {} tokens is not at a block boundary",
+                                       request.id(), boundary_tokens));
+  events_->block_stored(stored_event(request, end - 1, end, kGdnStateGroup));
+}
+
+BlockStoredEvent KvCacheManager::stored_event(Request& request, int first, int end, int group) const {
+  update_block_hashes(request);
+  const auto& hashes = request.res.block_hashes;
+  const int bs = config_.block_size;
+  BlockStoredEvent e;
+  e.block_size = bs;
+  e.group_idx = group;
+  e.block_hashes.assign(hashes.begin() + first, hashes.begin() + end);
+  if (first > 0) e.parent_block_hash = hashes[static_cast<std::size_t>(first - 1)];
+  const auto tokens = request.all_token_ids();
+  e.token_ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(first) * bs,
+                     tokens.begin() + static_cast<std::ptrdiff_t>(end) * bs);
+  // The extra keys update_block_hashes mixed in: the cache_salt key on the first block only.
+  for (int i = first; i < end; ++i) {
+    if (i == 0 && request.cache_salt_hash != 0)
+      e.extra_keys.emplace_back(std::vector<std::uint64_t>{request.cache_salt_hash});
+    else
+      e.extra_keys.emplace_back(std::nullopt);
+  }
+  return e;
 }
 
 void KvCacheManager::truncate(Request& request, int num_tokens) {

@@ -76,6 +76,13 @@ class KvCacheManager {
   // into a registered block.
   void truncate(Request& request, int num_tokens);
 
+  // KV events (kv_events.h): cache_computed_blocks reports what it registers as BlockStored of the
+  // attention group, the pool reports evictions. Null (the default): no events.
+  void set_event_recorder(KvEventRecorder* recorder);
+  // A GDN snapshot of the state after the first boundary_tokens tokens was committed: BlockStored
+  // of the GDN state group for the block ending there (no-op without a recorder).
+  void record_snapshot_stored(Request& request, int boundary_tokens);
+
   // Block hashes for every full block of request.all_token_ids() (computed lazily, chained).
   void update_block_hashes(Request& request) const;
   // Hash of the prefix of the first num_tokens tokens (a multiple of block_size, > 0).
@@ -97,6 +104,9 @@ class KvCacheManager {
   std::vector<std::int32_t> hit_scratch_;
   std::vector<std::int32_t> free_scratch_;
   PrefixCacheStats stats_;
+  KvEventRecorder* events_ = nullptr;
+  // The BlockStored of blocks [first, end) of the request, for `group`.
+  BlockStoredEvent stored_event(Request& request, int first, int end, int group) const;
 };
 
 }  // namespace fp4serve::engine

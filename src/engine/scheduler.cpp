@@ -326,7 +326,7 @@ const std::vector<StepResult>& Scheduler::update_from_emitted(std::span<const st
     kv_.cache_computed_blocks(r);
     for (const SnapshotPoint& p : output_.snapshots_of(s)) {
       if (p.is_tail) r.res.tail_snapshot_tokens = p.boundary_tokens;
-      else snapshots_->commit(p.snapshot_id, p.key, p.boundary_tokens);
+      else if (snapshots_->commit(p.snapshot_id, p.key, p.boundary_tokens)) kv_.record_snapshot_stored(r, p.boundary_tokens);
     }
     if (s.restore_snapshot_id >= 0) snapshots_->unpin(s.restore_snapshot_id);
     if (!s.needs_logits) continue;  // a prefill chunk short of the end: nothing sampled
@@ -486,6 +486,7 @@ void Scheduler::plan_kept_snapshots(Request& r, int start, int end) {
     if (id < 0) continue;
     pts.push_back(SnapshotPoint{b - start, id, b, key, false});
     if (!snapshots_->commit(id, key, b)) pts.pop_back();
+    else kv_.record_snapshot_stored(r, b);
   }
   if (tail == 0) return;
   const BlockHash key = kv_.prefix_hash(r, tail);
@@ -503,10 +504,11 @@ void Scheduler::release_resources(Request& r) {
   if (r.res.tail_snapshot_id >= 0) {
     // The tail holds the state at the last block boundary this sequence passed: keep it as a
     // prefix-cache entry (next chat turn, or this request's own resume after preemption).
-    if (r.res.tail_snapshot_tokens > 0)
-      snapshots_->commit(r.res.tail_snapshot_id, kv_.prefix_hash(r, r.res.tail_snapshot_tokens),
-                         r.res.tail_snapshot_tokens);
-    else
+    if (r.res.tail_snapshot_tokens > 0) {
+      if (snapshots_->commit(r.res.tail_snapshot_id, kv_.prefix_hash(r, r.res.tail_snapshot_tokens),
+                             r.res.tail_snapshot_tokens))
+        kv_.record_snapshot_stored(r, r.res.tail_snapshot_tokens);
+    } else
       snapshots_->release(r.res.tail_snapshot_id);
   }
   r.res.tail_snapshot_id = -1;

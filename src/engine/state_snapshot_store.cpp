@@ -61,6 +61,7 @@ int StateSnapshotStore::reserve() {
     lru_remove(id);
     table_.erase(e.key, id);
     ++num_evictions_;
+    if (events_ != nullptr) events_->block_removed(kGdnStateGroup, e.key);
   }
   Entry& e = entries_[static_cast<std::size_t>(id)];
   e = Entry{};

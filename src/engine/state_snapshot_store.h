@@ -14,6 +14,7 @@
 
 #include "engine/block_hash.h"
 #include "engine/block_hash_table.h"
+#include "engine/kv_events.h"
 
 namespace fp4serve::engine {
 
@@ -45,6 +46,9 @@ class StateSnapshotStore {
   int num_committed() const { return table_.size(); }
   int num_pinned() const { return num_pinned_; }
   std::int64_t num_evictions() const { return num_evictions_; }
+  // KV events (kv_events.h): an evicted snapshot is reported as BlockRemoved of the GDN state group
+  // (its commit is reported by the scheduler, which knows the tokens: KvCacheManager::record_snapshot_stored).
+  void set_event_recorder(KvEventRecorder* recorder) { events_ = recorder; }
 
  private:
   enum class State : std::uint8_t { kFree, kPending, kCommitted };
@@ -66,6 +70,7 @@ class StateSnapshotStore {
   int num_pinned_ = 0;
   BlockHashTable table_;
   std::int64_t num_evictions_ = 0;
+  KvEventRecorder* events_ = nullptr;
 };
 
 }  // namespace fp4serve::engine

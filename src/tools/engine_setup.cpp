@@ -1,5 +1,6 @@
 #include "tools/engine_setup.h"
 #include "tools/speculative_config.h"
+#include "tools/kv_events_flag.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -99,6 +100,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
   cmd.add_option("--speculative-config", f.speculative_config,
                  "speculative decoding, vLLM's JSON: '{\"method\": \"mtp\", \"num_speculative_tokens\": N}' "
                  "(the checkpoint's MTP layer drafts, the model verifies)");
+  add_kv_events_flag(cmd, f.kv_events_config);
 }
 
 uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
@@ -186,6 +188,8 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   c.snapshot_interval = f.snapshot_interval;
   c.num_kv_blocks_override = f.num_gpu_blocks_override;
   c.seed = f.seed;
+  c.kv_events = parse_kv_events_config(f.kv_events_config);
+  if (const std::string line = kv_events_decision(c.kv_events); !line.empty()) s.decisions.push_back(line);
   if (spec.enabled) {
     c.mtp = true;
     c.num_speculative_tokens = spec.num_speculative_tokens;

@@ -11,6 +11,7 @@
 #include "server/routes/chat_prompt.h"
 #include "server/routes/route_support.h"
 #include "server/routes/routes.h"
+#include "engine/block_hash.h"
 
 namespace fp4serve::server {
 namespace {
@@ -171,7 +172,7 @@ void handle_chat(const ServingContext& ctx, std::shared_ptr<http::Exchange> ex) 
     r.prompt_token_ids = ids;
     r.detokenize.skip_special_tokens = job->req.common.skip_special_tokens;
     r.detokenize.spaces_between_special_tokens = job->req.common.spaces_between_special_tokens;
-    if (job->req.common.cache_salt) r.cache_salt_hash = std::hash<std::string>{}(*job->req.common.cache_salt) | 1;
+    if (job->req.common.cache_salt) r.cache_salt_hash = engine::cache_salt_key(*job->req.common.cache_salt);
     job->result.prompt_token_ids = std::move(ids);
     const size_t n = static_cast<size_t>(std::max<int64_t>(1, r.params.n));
     job->result.sequences.resize(n);

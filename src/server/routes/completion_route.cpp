@@ -9,6 +9,7 @@
 #include "server/openai/prompt_length.h"
 #include "server/routes/route_support.h"
 #include "server/routes/routes.h"
+#include "engine/block_hash.h"
 
 namespace fp4serve::server {
 namespace {
@@ -122,7 +123,7 @@ void handle_completion(const ServingContext& ctx, std::shared_ptr<http::Exchange
       r.prompt_token_ids = ids;
       r.detokenize.skip_special_tokens = job->req.common.skip_special_tokens;
       r.detokenize.spaces_between_special_tokens = job->req.common.spaces_between_special_tokens;
-      if (job->req.common.cache_salt) r.cache_salt_hash = std::hash<std::string>{}(*job->req.common.cache_salt) | 1;
+      if (job->req.common.cache_salt) r.cache_salt_hash = engine::cache_salt_key(*job->req.common.cache_salt);
       job->prompt_texts.push_back(p.text ? *p.text : ctx.tokenizer->decode(ids));
       job->prompt_ids.push_back(std::move(ids));
       openai::CompletionPromptResult res;
