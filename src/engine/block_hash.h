@@ -16,8 +16,8 @@ using BlockHash = std::uint64_t;
 inline constexpr BlockHash kRootBlockHash = 0x243F6A8885A308D3ull;  // pi's fraction bits
 
 // xxHash64 over: parent hash (8 bytes LE), the block's token ids (int32 LE), the number of extra
-// keys and the extra keys (8 bytes each). extra_keys is the hook for cache_salt (first block) and,
-// later, multimodal item hashes and LoRA ids.
+// keys and the extra keys (8 bytes each). extra_keys carries cache_salt (first block) and the content
+// hashes of the images whose tokens the block holds (multimodal_prompt.h); later LoRA ids.
 BlockHash hash_block_tokens(BlockHash parent, std::span<const std::int32_t> tokens,
                             std::span<const std::uint64_t> extra_keys = {});
 

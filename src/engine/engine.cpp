@@ -9,7 +9,9 @@
 #include "engine/drafter.h"
 #include "engine/mtp_drafter.h"
 #include "engine/engine_error.h"
+#include "engine/image_features.h"
 #include "engine/kv_cache_manager.h"
+#include "engine/multimodal_prompt.h"
 #include "engine/model_runner.h"
 #include "engine/prompt_twins.h"
 #include "engine/sampler.h"
@@ -56,6 +58,8 @@ struct SequenceTrack {
   std::optional<PromptLogprobs> prompt_logprobs;
   // Structured output: the grammar's progress over this sequence (null: unconstrained).
   std::unique_ptr<StructuredOutputState> structured;
+  // The features of the prompt's images while its prefill runs them (requests with images only).
+  ImageFeatures images;
 };
 
 // A request whose structured-output grammar is compiling (vLLM's WAITING_FOR_FSM): admitted to the
@@ -174,10 +178,12 @@ struct Engine::Impl {
   // prompt, cache salt and prompt-logprobs setting are this one's (the fork hands the source's
   // prompt logprobs over as they are).
   bool can_fork_from(const std::string& id, std::span<const std::int32_t> prompt, std::uint64_t cache_salt_hash,
-                     const SamplingParams& params) const {
+                     const MultimodalPrompt* mm, const SamplingParams& params) const {
     const Request* r = scheduler.find(id);
     if (r == nullptr || r->finished() || r->fork_source != nullptr || r->num_output_tokens() != 0) return false;
     if (r->cache_salt_hash != cache_salt_hash) return false;
+    // The same token ids with other images is another prompt.
+    if ((r->mm ? r->mm->content_key : 0) != (mm ? mm->content_key : 0)) return false;
     const std::span<const std::int32_t> theirs = r->prompt_token_ids();
     if (!std::equal(theirs.begin(), theirs.end(), prompt.begin(), prompt.end())) return false;
     return track_of(*r)->params.prompt_logprobs == params.prompt_logprobs;
@@ -294,11 +300,14 @@ struct Engine::Impl {
     // A resumed request (resumed_sequence.h): each sequence recomputes the prompt and its own tokens,
     // no forks and no twins.
     const bool resuming = !req.resumed.empty();
+    // Checked by submit(): cannot throw here.
+    const std::shared_ptr<const MultimodalPrompt> mm = make_multimodal_prompt(req.images, req.prompt_token_ids, image_rules);
     // One prefill for identical concurrent prompts (prompt_twins.h): every sequence of this request
     // forks from a request still computing the same prompt, when there is one.
-    const std::uint64_t twin_key = PromptTwinIndex::key(req.prompt_token_ids, req.cache_salt_hash);
+    const std::uint64_t twin_key =
+        PromptTwinIndex::key(req.prompt_token_ids, req.cache_salt_hash ^ (mm ? mm->content_key : 0));
     const std::string* twin = resuming ? nullptr : twins.find(twin_key, [&](const std::string& id) {
-      return can_fork_from(id, req.prompt_token_ids, req.cache_salt_hash, params);
+      return can_fork_from(id, req.prompt_token_ids, req.cache_salt_hash, mm.get(), params);
     });
     std::string source_id = twin ? *twin : std::string();
     const int room = info.max_model_len - parent->num_prompt_tokens;
@@ -325,7 +334,7 @@ struct Engine::Impl {
         continue;
       }
       if (resumed && !resumed->token_ids.empty()) {
-        resume_sequence(*seq, *resumed, req, std::max(1, max_tokens));
+        resume_sequence(*seq, *resumed, req, mm, std::max(1, max_tokens));
         parent->seqs.push_back(std::move(seq));
         continue;
       }
@@ -333,7 +342,7 @@ struct Engine::Impl {
       // (scheduler.h): one prefill for the n sequences (or none, when a twin computes it).
       const bool computes_prompt = source_id.empty();
       Request& r = computes_prompt ? scheduler.add_request(seq->scheduler_id, req.prompt_token_ids,
-                                                           std::max(1, max_tokens), req.cache_salt_hash)
+                                                           std::max(1, max_tokens), req.cache_salt_hash, mm)
                                    : scheduler.add_fork_child(seq->scheduler_id, source_id, std::max(1, max_tokens));
       if (computes_prompt && !resuming) {
         source_id = seq->scheduler_id;
@@ -369,8 +378,10 @@ struct Engine::Impl {
   // A sequence of a resumed request, as if it had been preempted (recompute): its prompt and the
   // tokens already sent as outputs, nothing computed; the detokenizer, the stop-string window and
   // the grammar's matcher are brought to where the client's stream stopped.
-  void resume_sequence(SequenceTrack& seq, const ResumedSequence& resumed, const EngineRequest& req, int max_tokens) {
-    Request& r = scheduler.add_request(seq.scheduler_id, req.prompt_token_ids, max_tokens, req.cache_salt_hash);
+  void resume_sequence(SequenceTrack& seq, const ResumedSequence& resumed, const EngineRequest& req,
+                       std::shared_ptr<const MultimodalPrompt> mm, int max_tokens) {
+    Request& r = scheduler.add_request(seq.scheduler_id, req.prompt_token_ids, max_tokens, req.cache_salt_hash,
+                                       std::move(mm));
     for (std::int32_t t : resumed.token_ids) {
       r.append_output_token(t);
       seq.text += seq.detok->step(t);
@@ -562,9 +573,19 @@ struct Engine::Impl {
       }
     }
     const kernels::TensorView logits = runner.execute(
-        out, [this](const ScheduledRequest& s, int first, int count, const float* rows) {
+        out,
+        [this](const ScheduledRequest& s, int first, int count, const float* rows) {
           collect_prompt_logprobs(s, first, count, rows);
+        },
+        [this](const ScheduledRequest& s) {
+          return track_of(*s.request)->images.rows_for(*s.request->mm, *config.vision_encoder, s.start_position,
+                                                       s.num_scheduled_tokens);
         });
+    // Image features the prefill is past are dropped (a recompute encodes again).
+    for (const ScheduledRequest& s : out.scheduled) {
+      if (s.request->mm)
+        track_of(*s.request)->images.release_before(*s.request->mm, s.start_position + s.num_scheduled_tokens);
+    }
     // One row per sampling request, or 1 + d rows for a request verifying d drafts (step_sampling.h).
     step_sampling.add_rows(out, logits.dim(0), sampler, [](const Request& r) { return &track_of(r)->sampling; });
     structured_rows.apply(out, step_sampling, sampler, structured_of, info.vocab_size);
@@ -774,6 +795,7 @@ struct Engine::Impl {
   std::shared_ptr<const tokenizer::Tokenizer> tok;
   EngineConfig config;
   EngineInfo info;
+  ImageRules image_rules;  // set by Engine's constructor when it has a vision encoder
   KvEventRecorder kv_event_log;                     // engine thread only; before the stores that point at it
   std::unique_ptr<KvEventPublisher> kv_publisher;   // null: --kv-events-config off
   StateSnapshotStore snapshots;
@@ -861,7 +883,18 @@ Engine::Engine(std::shared_ptr<const model::Qwen35MoeModel> model, std::shared_p
   info_.cache = plan;
   info_.prefix_caching = config.enable_prefix_caching;
   info_.kv_cache_dtype = kv_dtype_name(config.kv_dtype);
+  ImageRules image_rules;
+  if (config.vision_encoder) {
+    if (!mc.image_token_id)
+      throw EngineConfigError("a vision encoder was given for a model whose config names no image_token_id");
+    if (config.vision_encoder->out_hidden() != mc.hidden_size)
+      throw EngineConfigError(fmt::format("the vision encoder's rows have {} values; the model's hidden size is {}",
+                                          config.vision_encoder->out_hidden(), mc.hidden_size));
+    image_rules.image_token_id = *mc.image_token_id;
+    image_rules.spatial_merge_size = config.vision_encoder->spatial_merge_size();
+  }
   impl_ = std::make_unique<Impl>(std::move(model), std::move(tok), config, plan, info_);
+  impl_->image_rules = image_rules;
   impl_->thread = std::thread([this] { impl_->run(); });
 }
 
@@ -880,6 +913,17 @@ std::shared_ptr<OutputChannel> Engine::submit(EngineRequest request) {
     throw EngineRejected(EngineRejected::Reason::kInvalid,
                          fmt::format("the prompt ({} tokens) leaves no room to generate within max_model_len {}",
                                      request.prompt_token_ids.size(), info_.max_model_len));
+  if (!request.images.empty()) {
+    if (!m.config.vision_encoder)
+      throw EngineRejected(EngineRejected::Reason::kInvalid,
+                           "this server takes no images (no vision tower is loaded)");
+    try {
+      make_multimodal_prompt(request.images, request.prompt_token_ids, m.image_rules);
+      for (const ImageInput& im : request.images) m.config.vision_encoder->validate(*im.pixels);
+    } catch (const std::invalid_argument& e) {
+      throw EngineRejected(EngineRejected::Reason::kInvalid, e.what());
+    }
+  }
   auto channel = std::make_shared<OutputChannel>();
   if (request.notifier) channel->set_notifier(std::move(request.notifier));
   {

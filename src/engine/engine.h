@@ -38,6 +38,7 @@
 #include "engine/resumed_sequence.h"
 #include "engine/sampling_params.h"
 #include "model/qwen3_5_moe.h"
+#include "model/vision_encoder.h"
 #include "tokenizer/detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
@@ -73,6 +74,10 @@ struct EngineConfig {
   // method "mtp"), instead of `drafter`: the model must have its MTP head bound (bind_mtp), the KV
   // cache gets the MTP layer's KV in the same blocks (so fewer blocks fit the budget).
   bool mtp = false;
+  // The model's vision tower (null: requests with images are refused). Images are encoded on the
+  // engine thread when a request's prefill first reaches their rows (image_features.h); the
+  // encoder's out_hidden must be the model's hidden size.
+  std::shared_ptr<const model::VisionEncoder> vision_encoder;
   // vLLM's --kv-events-config: KV cache events on a ZMQ PUB socket for KV-aware routers (kv_events.h).
   KvEventsConfig kv_events;
 };
@@ -80,7 +85,8 @@ struct EngineConfig {
 struct EngineRequest {
   std::string id;
   std::vector<std::int32_t> prompt_token_ids;
-  // Images whose <|image_pad|> runs are in prompt_token_ids (ascending offsets, non-overlapping).
+  // Images whose <|image_pad|> runs are in prompt_token_ids (ascending offsets, non-overlapping;
+  // checked by submit(): kInvalid names what is wrong, or that the engine has no vision encoder).
   MultimodalInputs images;
   SamplingParams params;  // already through prepare_sampling_params (and tokenize_bad_words)
   std::uint64_t cache_salt_hash = 0;

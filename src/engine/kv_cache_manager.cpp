@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "engine/engine_error.h"
+#include "engine/multimodal_prompt.h"
 
 namespace fp4serve::engine {
 
@@ -31,11 +32,19 @@ void KvCacheManager::update_block_hashes(Request& request) const {
   const int num_full = static_cast<int>(tokens.size()) / bs;
   if (hashes.capacity() < static_cast<std::size_t>(max_blocks_per_request_))
     hashes.reserve(static_cast<std::size_t>(max_blocks_per_request_));
+  std::vector<std::uint64_t> mm_keys;  // multimodal prompts only: text blocks never allocate here
   for (int i = static_cast<int>(hashes.size()); i < num_full; ++i) {
     const BlockHash parent = i == 0 ? kRootBlockHash : hashes[static_cast<std::size_t>(i - 1)];
     const std::uint64_t salt = request.cache_salt_hash;
     std::span<const std::uint64_t> extra;
     if (i == 0 && salt != 0) extra = std::span<const std::uint64_t>(&salt, 1);
+    if (request.mm) {
+      // The content hash of every image with a token in the block, after the salt (vLLM's order).
+      mm_keys.clear();
+      if (i == 0 && salt != 0) mm_keys.push_back(salt);
+      request.mm->append_block_keys(i * bs, (i + 1) * bs, mm_keys);
+      extra = mm_keys;
+    }
     hashes.push_back(hash_block_tokens(parent, tokens.subspan(static_cast<std::size_t>(i) * bs, bs), extra));
   }
 }
@@ -191,12 +200,14 @@ BlockStoredEvent KvCacheManager::stored_event(Request& request, int first, int e
   const auto tokens = request.all_token_ids();
   e.token_ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(first) * bs,
                      tokens.begin() + static_cast<std::ptrdiff_t>(end) * bs);
-  // The extra keys update_block_hashes mixed in: the cache_salt key on the first block only.
+  // The extra keys update_block_hashes mixed in: the cache_salt key on the first block, then the
+  // content hashes of the images with tokens in the block.
   for (int i = first; i < end; ++i) {
-    if (i == 0 && request.cache_salt_hash != 0)
-      e.extra_keys.emplace_back(std::vector<std::uint64_t>{request.cache_salt_hash});
-    else
-      e.extra_keys.emplace_back(std::nullopt);
+    std::vector<std::uint64_t> keys;
+    if (i == 0 && request.cache_salt_hash != 0) keys.push_back(request.cache_salt_hash);
+    if (request.mm) request.mm->append_block_keys(i * bs, (i + 1) * bs, keys);
+    if (keys.empty()) e.extra_keys.emplace_back(std::nullopt);
+    else e.extra_keys.emplace_back(std::move(keys));
   }
   return e;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/engine_error.h"
+#include "engine/multimodal_prompt.h"
 #include "engine/request.h"
 
 namespace fp4serve::engine {
@@ -54,7 +55,8 @@ ModelRunner::ModelRunner(const model::Qwen35MoeModel& model, const ModelRunnerCo
   copy_refs_.resize(max_copy_points(config) * static_cast<std::size_t>(num_gdn_layers_));
 }
 
-kernels::TensorView ModelRunner::execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows) {
+kernels::TensorView ModelRunner::execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows,
+                                         const ImageRowsSource& image_rows) {
   batch_.clear();
   copies_.clear();
   if (step.scheduled.size() > static_cast<std::size_t>(ws_.limits.max_seqs))
@@ -110,6 +112,11 @@ kernels::TensorView ModelRunner::execute(const SchedulerOutput& step, const Prom
     b.last_rows = s.num_logit_rows();
     b.sink_rows = s.prompt_logit_rows;
     if (s.prompt_logit_rows > 0 && !prompt_rows) throw EngineLogicError("prompt logit rows without a sink");
+    if (const MultimodalPrompt* mm = s.request->mm.get()) {
+      if (!image_rows) throw EngineLogicError("a request with images but no image rows source");
+      b.mrope = mm->mrope;
+      b.embeds = image_rows(s);
+    }
     batch_.push_back(b);
   }
   // copies_ may have grown past its reserve above (only then could its data move): fix the spans.

@@ -54,10 +54,16 @@ class ModelRunner {
   using PromptRowSink =
       std::function<void(const ScheduledRequest& s, int first_position, int count, const float* rows)>;
 
+  // The embedding rows (images) of a scheduled request's tokens, relative to its first scheduled
+  // token; called only for requests with images, alive until execute() returns.
+  using ImageRowsSource = std::function<std::span<const model::EmbeddingRows>(const ScheduledRequest& s)>;
+
   // Logits rows ([rows, vocab] f32, device memory of the model's backend) of the scheduled requests
   // with needs_logits, in their order (num_logit_rows() each); valid until the next execute().
-  // prompt_rows is required when a scheduled request has prompt_logit_rows.
-  kernels::TensorView execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows = {});
+  // prompt_rows is required when a scheduled request has prompt_logit_rows; image_rows when one has
+  // images (Request::mm, whose M-RoPE layout the runner passes to the model).
+  kernels::TensorView execute(const SchedulerOutput& step, const PromptRowSink& prompt_rows = {},
+                              const ImageRowsSource& image_rows = {});
   // After the scheduler's update_from_emitted of the same step: rolls verify requests' GDN state back
   // to their kept length and fills the snapshots their kept drafts passed. A no-op without drafts.
   void apply_verify_outcomes(const SchedulerOutput& step) { rollback_.apply(step, slots_, snapshots_); }

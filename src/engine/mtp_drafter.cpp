@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/engine_error.h"
+#include "engine/multimodal_prompt.h"
 #include "engine/request.h"
 #include "engine/scheduler_output.h"
 
@@ -122,6 +123,10 @@ void MtpDrafter::propose_step(const SchedulerOutput& step, int max_tokens, std::
     b.tokens = it.request->all_token_ids().subspan(static_cast<std::size_t>(it.pos0 + 1),
                                                     static_cast<std::size_t>(it.rows));
     b.pos0 = it.pos0;
+    // A multimodal request's rows sit at its M-RoPE positions, as the target's (vLLM feeds the MTP
+    // the target's positions). Its image rows get the <|image_pad|> embedding here, not the image's
+    // features (vLLM passes the features): only the drafts' acceptance can suffer, never the output.
+    if (it.request->mm) b.mrope = it.request->mm->mrope;
     b.kv = std::span<const kernels::KvView>(&views_[k], 1);
     b.logits = it.budget > 0 ? model::BatchSequence::Logits::kLast : model::BatchSequence::Logits::kNone;
     if (it.budget > 0) with_logits_.push_back(static_cast<int>(k));
@@ -160,6 +165,7 @@ void MtpDrafter::propose_step(const SchedulerOutput& step, int max_tokens, std::
       model::BatchSequence b;
       b.tokens = std::span<const std::int32_t>(&chain_tokens_[k], 1);
       b.pos0 = it.pos0 + it.rows - 1 + j;
+      if (it.request->mm) b.mrope = it.request->mm->mrope;
       b.kv = std::span<const kernels::KvView>(&views_[k], 1);
       b.logits = model::BatchSequence::Logits::kLast;
       batch_.push_back(b);

@@ -12,6 +12,8 @@
 
 namespace fp4serve::engine {
 
+struct MultimodalPrompt;
+
 // vLLM V1 RequestStatus, minus the states we have no use for yet (structured-output FSM, remote KV).
 enum class RequestStatus : std::uint8_t {
   kWaiting,           // queued, never scheduled
@@ -91,6 +93,10 @@ class Request {
   // Hash of the OpenAI `cache_salt` mixed into the first block's hash (0 = none), so tenants that
   // salt their requests never share prefix-cache entries (vLLM semantics).
   std::uint64_t cache_salt_hash = 0;
+  // The prompt's images (null for text): their rows' features, M-RoPE positions and the content
+  // hashes mixed into the block hashes. Set before the block hashes are computed; fork children
+  // share their source's.
+  std::shared_ptr<const MultimodalPrompt> mm;
 
   // ---- Resources. Written only by KvCacheManager / Scheduler. ----
   struct Resources {

@@ -53,7 +53,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager& kv, StateSlo
 }
 
 Request& Scheduler::add_request(std::string id, std::vector<std::int32_t> prompt_token_ids, int max_tokens,
-                                std::uint64_t cache_salt_hash) {
+                                std::uint64_t cache_salt_hash, std::shared_ptr<const MultimodalPrompt> mm) {
   if (requests_.find(std::string_view(id)) != requests_.end())
     throw EngineLogicError(fmt::format("request id '{}' is already in the engine", id));
   if (static_cast<int>(prompt_token_ids.size()) > config_.max_model_len)
@@ -64,6 +64,7 @@ Request& Scheduler::add_request(std::string id, std::vector<std::int32_t> prompt
   r.reserve_tokens(static_cast<int>(std::min<std::int64_t>(
       static_cast<std::int64_t>(r.num_prompt_tokens()) + max_tokens, config_.max_model_len)));
   r.cache_salt_hash = cache_salt_hash;
+  r.mm = std::move(mm);
   kv_.update_block_hashes(r);
   requests_.emplace(std::move(id), std::move(req));
   waiting_.push_back(&r);
@@ -86,6 +87,7 @@ Request& Scheduler::add_fork_child(std::string id, std::string_view source_id, i
   r.reserve_tokens(static_cast<int>(std::min<std::int64_t>(
       static_cast<std::int64_t>(r.num_prompt_tokens()) + max_tokens, config_.max_model_len)));
   r.cache_salt_hash = src.cache_salt_hash;
+  r.mm = src.mm;
   kv_.update_block_hashes(r);
   r.fork_source = &src;
   src.fork_children.push_back(&r);

@@ -106,9 +106,10 @@ class Scheduler {
 
   // Queues a new request (FCFS by arrival). EngineLogicError on a duplicate id, an empty prompt or a
   // prompt longer than max_model_len.
-  // cache_salt_hash: Request::cache_salt_hash, set before the prompt's block hashes are computed.
+  // cache_salt_hash and mm: Request::cache_salt_hash and Request::mm, set before the prompt's block
+  // hashes are computed.
   Request& add_request(std::string id, std::vector<std::int32_t> prompt_token_ids, int max_tokens,
-                       std::uint64_t cache_salt_hash = 0);
+                       std::uint64_t cache_salt_hash = 0, std::shared_ptr<const MultimodalPrompt> mm = nullptr);
   // Queues a held child of source_id (waiting, never scheduled, prompt not computed yet): it is
   // forked from the source when the source's prompt is computed (see above). The child's prompt is
   // the source's. EngineLogicError on a duplicate id or a source that is unknown or past its prompt.

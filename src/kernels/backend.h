@@ -41,6 +41,7 @@
 #include "kernels/rope.h"
 #include "kernels/sampling.h"
 #include "kernels/tensor_view.h"
+#include "kernels/vision.h"
 #include "kernels/weights.h"
 
 namespace fp4serve::kernels {
@@ -187,7 +188,8 @@ class Backend {
   virtual void round_bf16(const TensorView& x) = 0;
   // x = bf16(x + y), both [R, H] bf16.
   virtual void residual_add(const TensorView& x, const TensorView& y) = 0;
-  // In place on x [T, heads, D] bf16 at positions [T] i64 (text RoPE: one position per token).
+  // In place on x [T, heads, D] bf16 at positions [T] i64 (text RoPE: one position per token) or
+  // [3, T] i64 (M-RoPE: the t, h and w axes; a row with three equal values rotates as [T] does).
   virtual void rope(const TensorView& x, const TensorView& positions, const RopeConfig& cfg) = 0;
   // Writes k, v [T, Hkv, D] bf16 rows of each sequence into its cache at its positions.
   virtual void kv_write(std::span<const AttentionSeqDesc> seqs, const TensorView& k, const TensorView& v) = 0;
@@ -213,6 +215,21 @@ class Backend {
   virtual void state_zero(std::span<const GdnStateRef> dst, const GdnDims& dims) = 0;
   // out[i, :] = x[rows[i], :] (host row indices), bf16 [*, H].
   virtual void gather_rows(const TensorView& x, std::span<const int64_t> rows, const TensorView& out) = 0;
+  // ---- the vision tower's ops (vision.h gives the numerics) ---------------------------------
+  // x, out [R, D] bf16 (may alias; rows may be strided); w, b [D] f32 holding bf16 values.
+  virtual void layernorm(const TensorView& x, const TensorView& w, const TensorView& b, float eps,
+                         const TensorView& out) = 0;
+  // out [R, N] bf16 = act(bf16(x + bias)) for x [R, N] f32 (a linears() output) and bias [N] f32 (bf16
+  // values; a view with data == nullptr: no bias).
+  virtual void bias_activation(const TensorView& x, const TensorView& bias, Activation act, const TensorView& out) = 0;
+  // In place on x [T, H, D] bf16 (token rows may be strided: q or k inside a fused qkv output);
+  // cos, sin [T, D] f32.
+  virtual void rope_table(const TensorView& x, const TensorView& cos, const TensorView& sin) = 0;
+  // Non-causal attention within each segment: q, k, v [T, H, D] bf16 (token rows may be strided),
+  // out [T, H*D] bf16. Rows outside every segment are left as they are.
+  virtual void dense_attention(std::span<const DenseSegment> segments, const TensorView& q, const TensorView& k,
+                               const TensorView& v, const TensorView& out,
+                               AttentionMath math = AttentionMath::kHfEager) = 0;
   // One token (and its logprobs when asked) per row of logits [rows.size(), config.vocab_size] f32
   // (rows may be strided), results into `out`; sampling.h has the semantics and the numerics contract.
   virtual void sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,

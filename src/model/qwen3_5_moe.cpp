@@ -107,6 +107,8 @@ std::vector<float> Qwen35MoeModel::forward(const std::vector<StepSequence>& step
     b.logits = step[i].all_logits ? BatchSequence::Logits::kAll : BatchSequence::Logits::kLast;
     b.gdn = gdn[i];
     b.kv = kv[i];
+    b.embeds = step[i].embeds;
+    b.mrope = step[i].mrope;
     batch.push_back(b);
   }
   std::vector<float> logits = forward_batch(batch, hidden_states);
@@ -173,6 +175,10 @@ void Qwen35MoeModel::stage_inputs(std::span<const BatchSequence> step, StepWorks
   ws.host_pos.clear();
   ws.offsets.clear();
   ws.offsets.push_back(0);
+  // A step with a multimodal sequence stages [3, T] positions (each text row's value three times:
+  // the same rotation as one position); otherwise [T], as a text-only model always did.
+  ws.pos_mrope = std::any_of(step.begin(), step.end(), [](const BatchSequence& s) { return !s.mrope.empty(); });
+  if (ws.pos_mrope) ws.host_pos.resize(static_cast<std::size_t>(3 * T));
   for (const BatchSequence& s : step) {
     if (s.gdn.size() != num_gdn || s.kv.size() != num_attn) {
       throw std::invalid_argument("step sequence with " + std::to_string(s.gdn.size()) + " GDN states and " +
@@ -186,13 +192,40 @@ void Qwen35MoeModel::stage_inputs(std::span<const BatchSequence> step, StepWorks
                                     std::to_string(V));
       }
       ws.host_ids.push_back(id);
-      ws.host_pos.push_back(s.pos0 + static_cast<int64_t>(i));
+      if (!ws.pos_mrope) ws.host_pos.push_back(s.pos0 + static_cast<int64_t>(i));
+    }
+    if (ws.pos_mrope) {
+      const int64_t r0 = ws.offsets.back(), n = static_cast<int64_t>(s.tokens.size());
+      int64_t* p = ws.host_pos.data();
+      if (s.mrope.empty()) {
+        for (int64_t i = 0; i < n; ++i) p[r0 + i] = p[T + r0 + i] = p[2 * T + r0 + i] = s.pos0 + i;
+      } else {
+        mrope_positions(s.mrope, s.pos0, n, p + r0, p + T + r0, p + 2 * T + r0);
+      }
     }
     ws.offsets.push_back(static_cast<int64_t>(ws.host_ids.size()));
   }
   if (T > 0) {
     backend_->upload(first(ws.ids, T), ws.host_ids.data());
-    backend_->upload(first(ws.pos, T), ws.host_pos.data());
+    backend_->upload(first(ws.pos, ws.pos_mrope ? 3 * T : T), ws.host_pos.data());
+  }
+}
+
+void Qwen35MoeModel::scatter_embeddings(std::span<const BatchSequence> step, StepWorkspace& ws, int64_t T) const {
+  kernels::Backend& be = *backend_;
+  // The f32 rows go through out_proj's scratch (free until the first layer): upload, then one rounding.
+  const TensorView f32 = first(ws.out_f32, T), x = first(ws.x, T);
+  for (size_t s = 0; s < step.size(); ++s) {
+    const int64_t r0 = ws.offsets[s], n = ws.offsets[s + 1] - r0;
+    for (const EmbeddingRows& e : step[s].embeds) {
+      if (e.count == 0) continue;
+      if (e.first < 0 || e.count < 0 || e.first + e.count > n || e.values == nullptr)
+        throw std::invalid_argument("embedding rows " + std::to_string(e.first) + " + " + std::to_string(e.count) +
+                                    " outside the sequence's " + std::to_string(n) + " new tokens");
+      const TensorView rows_f32 = f32.rows(r0 + e.first, e.count);
+      backend_->upload(rows_f32, e.values);
+      be.to_bf16(rows_f32, x.rows(r0 + e.first, e.count));
+    }
   }
 }
 
@@ -268,7 +301,7 @@ void Qwen35MoeModel::gated_attention(const LayerWeights& layer, size_t attn_inde
   const float eps = static_cast<float>(c.rms_norm_eps);
   be.rmsnorm(q.reshaped({T * Hq, D}), w.q_norm, eps, kernels::NormKind::kOnePlus, q.reshaped({T * Hq, D}));
   be.rmsnorm(k.reshaped({T * Hkv, D}), w.k_norm, eps, kernels::NormKind::kOnePlus, k.reshaped({T * Hkv, D}));
-  const TensorView pos = first(ws.pos, T);
+  const TensorView pos = ws.pos_mrope ? first(ws.pos, 3 * T).reshaped({3, T}) : first(ws.pos, T);
   be.rope(q, pos, w_.rope);
   be.rope(k, pos, w_.rope);
   ws.attn_seqs.clear();
@@ -323,6 +356,7 @@ kernels::TensorView Qwen35MoeModel::forward_step(std::span<const BatchSequence> 
     }
     const TensorView x = first(ws.x, T), h = first(ws.h, T), mixed = first(ws.mixed, T);
     be.embedding(w_.embed_tokens, first(ws.ids, T), x);
+    scatter_embeddings(step, ws, T);
     if (hidden_states) {
       hidden_states->assign(1, {});
       copy_to_host(be, x, hidden_states->back());

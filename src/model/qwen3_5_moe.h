@@ -26,6 +26,8 @@ struct StepSequence {
   SequenceState* state = nullptr;
   std::span<const int32_t> tokens;  // new tokens, at positions state->length ...
   bool all_logits = false;          // logits for every new token (tests), else only the last
+  std::span<const EmbeddingRows> embeds;  // as BatchSequence's (images)
+  std::span<const MropeImage> mrope;
 };
 
 class Qwen35MoeModel {
@@ -112,6 +114,8 @@ class Qwen35MoeModel {
   // Token ids, positions and row offsets of the step into ws (checked against the vocabulary).
   // mtp: an MTP step (no GDN states, one KV view per sequence).
   void stage_inputs(std::span<const BatchSequence> step, StepWorkspace& ws, bool mtp = false) const;
+  // The step's given embedding rows (BatchSequence::embeds) over the looked-up ones in ws.x.
+  void scatter_embeddings(std::span<const BatchSequence> step, StepWorkspace& ws, int64_t T) const;
   void gated_deltanet(const LayerWeights& layer, size_t gdn_index, std::span<const BatchSequence> step,
                       StepWorkspace& ws, int64_t T) const;
   void gated_attention(const LayerWeights& layer, size_t attn_index, std::span<const BatchSequence> step,

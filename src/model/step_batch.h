@@ -10,6 +10,7 @@
 
 #include "kernels/attention.h"
 #include "kernels/gdn.h"
+#include "model/mrope_positions.h"
 
 namespace fp4serve::model {
 
@@ -21,6 +22,15 @@ using kernels::GdnStateRef;
 struct StateCopyPoint {
   int64_t after_tokens = 0;               // 1 .. number of new tokens
   std::span<const GdnStateRef> dst;       // per GDN layer
+};
+
+// "The input embeddings of new tokens first .. first + count - 1 are these rows" (an image's
+// features in place of its <|image_pad|> embeddings; HF masked_scatter into the bf16 embeddings,
+// so each value is rounded to bf16). values: [count, hidden] fp32 in host memory, alive for the step.
+struct EmbeddingRows {
+  int64_t first = 0;
+  int64_t count = 0;
+  const float* values = nullptr;
 };
 
 // Spans, not containers: the engine fills them from storage it reserved at start-up, so building a
@@ -39,6 +49,11 @@ struct BatchSequence {
   // The logits rows of the first sink_rows new tokens go to the step's LogitsRowSink (prompt
   // logprobs), whatever `logits` says; they are not in the returned rows.
   int64_t sink_rows = 0;
+  // Multimodal sequences: rows whose embedding is given (ascending, within the new tokens), and the
+  // sequence's images (placed, mrope_positions.h) that make its positions three-axis: token i of the
+  // sequence at mrope_positions(...) instead of i on every axis. Empty for text: positions pos0 + i.
+  std::span<const EmbeddingRows> embeds;
+  std::span<const MropeImage> mrope;
 };
 
 // Receives sink rows a block at a time, so a long prefill chunk never holds [tokens, vocab] floats

@@ -41,7 +41,7 @@ StepWorkspace::StepWorkspace(kernels::Backend& backend, const ModelConfig& c, co
   // Two passes over the same layout: the first measures, the second places the views.
   auto place = [&](Layout& L) {
     ids = L.take(DType::kI32, {T});
-    pos = L.take(DType::kI64, {T});
+    pos = L.take(DType::kI64, {3 * T});  // room for three axes (M-RoPE)
     x = L.take(DType::kBF16, {T, H});
     h = L.take(DType::kBF16, {T, H});
     mixed = L.take(DType::kBF16, {T, H});
@@ -86,7 +86,7 @@ StepWorkspace::StepWorkspace(kernels::Backend& backend, const ModelConfig& c, co
   Layout layout(&buffer_);
   place(layout);
   host_ids.reserve(static_cast<std::size_t>(T));
-  host_pos.reserve(static_cast<std::size_t>(T));
+  host_pos.reserve(static_cast<std::size_t>(3 * T));
   offsets.reserve(static_cast<std::size_t>(l.max_seqs + 1));
   logit_rows.reserve(static_cast<std::size_t>(R));
   sink_rows.reserve(static_cast<std::size_t>(kSinkBlockRows));

@@ -30,7 +30,8 @@ struct StepWorkspace {
 
   // Step inputs and the residual stream.
   kernels::TensorView ids;    // [T] i32
-  kernels::TensorView pos;    // [T] i64
+  kernels::TensorView pos;    // [T] i64 positions, or [3, T] (t, h, w axes) when pos_mrope
+  bool pos_mrope = false;     // this step has a multimodal sequence (set by the model's staging)
   kernels::TensorView x;      // [T, H] bf16: the residual stream
   kernels::TensorView h;      // [T, H] bf16: normed input of a block
   kernels::TensorView mixed;  // [T, H] bf16: a block's output

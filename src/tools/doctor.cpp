@@ -22,6 +22,7 @@
 #include "tools/model_source.h"
 #include "tools/doctor_host.h"
 #include "tools/preflight_checks.h"
+#include "tools/serve_media_flags.h"
 #include "tools/serve_transport_flags.h"
 
 namespace fp4serve::tools {
@@ -32,6 +33,7 @@ struct DoctorArgs {
   std::string model_flag;
   ServeSettings settings;
   TransportFlags transport;  // TLS, CORS, --root-path, --uds: checked as serve checks them
+  MediaFlags media;          // --limit-mm-per-prompt, --allowed-local-media-path...: likewise
   // serve flags that no rule reads: accepted so that a serve command line works unchanged.
   std::string ignored_text;
   std::vector<std::string> ignored_list;
@@ -253,6 +255,13 @@ void run_doctor(DoctorArgs a) {
   } catch (const std::exception& e) {
     results.push_back(RuleResult{"transport flags (TLS, CORS)", Verdict::kRefused, e.what()});
   }
+  try {
+    const MediaSettings m = resolve_media_flags(a.media);
+    results.push_back(RuleResult{"image flags", Verdict::kOk,
+                                 "at most " + std::to_string(m.image_limit) + " image(s) per prompt"});
+  } catch (const std::exception& e) {
+    results.push_back(RuleResult{"image flags", Verdict::kRefused, e.what()});
+  }
   if (!checkpoint_problem.empty())
     results.insert(results.begin(), RuleResult{"checkpoint", Verdict::kRefused, checkpoint_problem});
   print_checks(results);
@@ -283,6 +292,7 @@ void register_doctor(CLI::App& app) {
   add_engine_flags(*cmd, s.engine);
   add_gpu_flags(*cmd, s.gpu);
   add_transport_flags(*cmd, a->transport);
+  add_media_flags(*cmd, a->media);
   // serve's other flags: accepted, not checked (they cannot make a start fail).
   for (const char* o : {"--host", "--port", "--api-key", "--chat-template", "--default-chat-template-kwargs",
                         "--health-stall-timeout", "--shutdown-timeout", "--max-waiting-requests", "--max-logprobs",

@@ -126,7 +126,7 @@ uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
 }
 
 ServingModel load_serving_model(const std::string& model_path, const EngineFlags& f, StartupPhases* phases,
-                                bool weights) {
+                                const VisionChoice& vision, bool weights) {
   ServingModel s;
   StartupPhases own;
   StartupPhases& ph = phases ? *phases : own;
@@ -174,7 +174,10 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   const nlohmann::json tok_config = read_tokenizer_config(s.tokenizer_dir);
   s.chat_template = find_chat_template(s.tokenizer_dir, tok_config);
   ph.mark("tokenizer");
+  if (weights) s.vision = load_serving_vision(ck, backend, vision, s.decisions);
+  if (s.vision) ph.mark("vision tower");
   engine::EngineConfig& c = s.config;
+  c.vision_encoder = s.vision;
   const ModelConfig& mc = ck->config();
   c.max_model_len = f.max_model_len > 0 ? f.max_model_len : static_cast<int>(mc.max_position_embeddings);
   if (f.max_model_len > mc.max_position_embeddings)

@@ -14,6 +14,7 @@
 #include "tokenizer/tokenizer.h"
 #include "tools/model_source.h"
 #include "tools/startup_phases.h"
+#include "tools/vision_setup.h"
 
 namespace CLI {
 class App;
@@ -50,7 +51,8 @@ struct ServingModel {
   std::shared_ptr<const LoadedCheckpoint> checkpoint;
   std::shared_ptr<const model::Qwen35MoeModel> model;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer;
-  engine::EngineConfig config;
+  std::shared_ptr<const model::VisionEncoder> vision;  // null: no tower loaded (images refused)
+  engine::EngineConfig config;                          // config.vision_encoder = vision
   std::string chat_template;           // tokenizer_config.json's, or chat_template.jinja beside it ("" if none)
   std::string tokenizer_dir;
   std::vector<std::string> decisions;  // one log line per choice made for the user
@@ -59,10 +61,11 @@ struct ServingModel {
 // Loads everything and resolves the flags (kv dtype auto -> the checkpoint's FP8 KV when it has
 // one, as vLLM; cache memory default; threads). Throws with the file or flag named.
 // `phases`, when given, gets the load's phases (locate or download, load, pack or map weights,
-// tokenizer).
-// `weights` false: no model (the front-end of an engine process reads configs and the tokenizer
-// only; `model` stays null).
+// tokenizer, vision tower). `vision`: whether and where to load the checkpoint's vision tower
+// (vision_setup.h; serve's --limit-mm-per-prompt / --vision-device). `weights` false: no model (the
+// front-end of an engine process reads configs and the tokenizer only; `model` stays null).
 ServingModel load_serving_model(const std::string& model_path, const EngineFlags& flags,
-                                StartupPhases* phases = nullptr, bool weights = true);
+                                StartupPhases* phases = nullptr, const VisionChoice& vision = {},
+                                bool weights = true);
 
 }  // namespace fp4serve::tools

@@ -91,7 +91,7 @@ void run_batch(const GenerateOptions& o) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) lines.push_back(line);
   if (lines.empty()) throw std::runtime_error("--batch: " + o.batch + " has no prompts");
-  ServingModel sm = load_serving_model(o.model, o.engine);
+  ServingModel sm = load_serving_model(o.model, o.engine, nullptr, VisionChoice{false, false, "generate takes no images"});
   for (const std::string& d : sm.decisions) std::fprintf(stderr, "%s\n", d.c_str());
   engine::Engine eng(sm.model, sm.tokenizer, sm.config);
   for (const std::string& l : eng.info().cache.log_lines) std::fprintf(stderr, "%s\n", l.c_str());
@@ -194,7 +194,7 @@ void run_generate(const GenerateOptions& o) {
 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  auto logits = m.forward({{&state, prompt, false}});
+  auto logits = m.forward({{&state, prompt, false, {}, {}}});
   const auto t1 = clock::now();
   int generated = 0;
   std::string finish = "length";
@@ -216,7 +216,7 @@ void run_generate(const GenerateOptions& o) {
       break;
     }
     if (i + 1 == o.max_tokens) break;
-    logits = m.forward({{&state, std::span<const int32_t>(&next, 1), false}});
+    logits = m.forward({{&state, std::span<const int32_t>(&next, 1), false, {}, {}}});
   }
   const auto t2 = clock::now();
   if (detok) std::fputs(detok->flush().c_str(), stdout);

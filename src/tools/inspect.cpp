@@ -10,6 +10,8 @@
 
 #include "checkpoint/tensor_plan.h"
 #include "checkpoint/weight_loader.h"
+#include "model/vision_config.h"
+#include "model/vision_weights.h"
 #include "tools/commands.h"
 #include "tools/model_source.h"
 
@@ -101,6 +103,35 @@ void print_modules(const ModelConfig& c, const TensorPlan& plan) {
   }
 }
 
+// The vision tower's tensors (model.visual.*) and the shape its vision_config gives them.
+void print_vision(const LoadedCheckpoint& ck) {
+  size_t count = 0;
+  uint64_t bytes = 0;
+  std::map<std::string, size_t> dtypes;
+  for (const auto& name : ck.files().tensor_names()) {
+    if (name.rfind(model::kVisionPrefix, 0) != 0) continue;
+    const auto* info = ck.files().find(name).info;
+    ++count;
+    bytes += info->byte_size;
+    ++dtypes[std::string(dtype_name(info->dtype))];
+  }
+  const auto config = model::VisionConfig::load(ck.directory());
+  if (!config && count == 0) {
+    std::printf("vision tower: none\n");
+    return;
+  }
+  std::string kinds;
+  for (const auto& [dt, n] : dtypes) kinds += (kinds.empty() ? "" : ", ") + std::to_string(n) + " " + dt;
+  std::printf("vision tower: %zu tensors (%s), %s", count, kinds.empty() ? "none" : kinds.c_str(), human_bytes(bytes).c_str());
+  if (config)
+    std::printf("; depth %lld, hidden %lld, %lld heads, mlp %lld, patch %lld, merge %lld -> %lld",
+                static_cast<long long>(config->depth), static_cast<long long>(config->hidden_size),
+                static_cast<long long>(config->num_heads), static_cast<long long>(config->intermediate_size),
+                static_cast<long long>(config->patch_size), static_cast<long long>(config->spatial_merge_size),
+                static_cast<long long>(config->out_hidden_size));
+  std::printf("\n");
+}
+
 void run_inspect(const std::string& model, const ModelSourceFlags& source) {
   const LoadedCheckpoint ck = LoadedCheckpoint::open(resolve_model_dir(model, source), LoadOptions{});
   const ModelConfig& c = ck.config();
@@ -129,6 +160,7 @@ void run_inspect(const std::string& model, const ModelSourceFlags& source) {
               static_cast<long long>(c.linear_conv_dim()), static_cast<long long>(c.linear_conv_kernel_dim - 1));
   std::printf("active bytes per token: %llu\n", static_cast<unsigned long long>(plan.active_bytes_per_token()));
   print_mtp(ck);
+  print_vision(ck);
 }
 
 }  // namespace

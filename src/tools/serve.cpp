@@ -27,6 +27,7 @@
 #include "engine/ipc/engine_core_server.h"
 #include "tools/engine_process_flags.h"
 #include "tools/engine_setup.h"
+#include "tools/serve_media_flags.h"
 #include "tools/serve_transport_flags.h"
 
 namespace fp4serve::tools {
@@ -66,6 +67,7 @@ struct ServeArgs {
   std::string gpu_memory_utilization;
   TransportFlags transport;
   EngineProcessFlags engine_process;
+  MediaFlags media;
   EngineFlags engine;
   GpuFlags gpu;
 };
@@ -98,6 +100,7 @@ void run_serve(ServeArgs a) {
   // A bad certificate or CORS list is refused before the load too (the server loads the files
   // again when it starts; --enable-ssl-refresh may change them later).
   const TransportSettings transport = resolve_transport_flags(a.transport);
+  const MediaSettings media = resolve_media_flags(a.media);
   if (!transport.tls.enabled() && (!a.transport.ssl_ca_certs.empty() || a.transport.ssl_cert_reqs != 0))
     spdlog::warn("--ssl-ca-certs/--ssl-cert-reqs without --ssl-certfile: serving plain http (as vLLM does)");
   if (a.api_key.empty()) {
@@ -116,7 +119,9 @@ void run_serve(ServeArgs a) {
   const bool engine_core = a.engine_process.engine_core_fd >= 0;
   const bool multiprocessing = !engine_core && engine_multiprocessing_enabled();
   if (engine_core) spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] (EngineCore pid=%P) %v");
-  ServingModel sm = load_serving_model(model, a.engine, &phases, /*weights=*/!multiprocessing);
+  ServingModel sm = load_serving_model(
+      model, a.engine, &phases, VisionChoice{media.vision_tower_needed(), media.vision_device == VisionDevice::kCpu},
+      /*weights=*/!multiprocessing);
   if (!demo) {
     preflight.model = model_facts(*sm.checkpoint, a.engine.tokenizer);
     enforce_preflight(preflight, host);  // model, tokenizer and cache-plan rules
@@ -184,6 +189,11 @@ void run_serve(ServeArgs a) {
   ctx.options.return_tokens_as_token_ids = a.return_tokens_as_token_ids;
   ctx.options.debug_endpoints = a.enable_debug_endpoints;
   ctx.options.version = FP4SERVE_VERSION;
+  {
+    std::vector<std::string> lines;
+    ctx.options.images = make_image_serving(media, *sm.checkpoint, *sm.tokenizer, lines);
+    for (const std::string& l : lines) spdlog::info("{}", l);
+  }
   ctx.created_unix = static_cast<int64_t>(std::time(nullptr));
   ctx.exposition.model_name = ctx.limits.served_model_names.front();
   ctx.exposition.created_unix_seconds = static_cast<double>(ctx.created_unix);
@@ -348,6 +358,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "(GPU only: refused on CPU)");
   add_transport_flags(*cmd, a->transport);
   add_engine_process_flags(*cmd, a->engine_process);
+  add_media_flags(*cmd, a->media);
   add_engine_flags(*cmd, a->engine);
   add_gpu_flags(*cmd, a->gpu);
   cmd->callback([a] { run_serve(*a); });

@@ -24,6 +24,7 @@ struct SynthArgs {
   bool force = false;
   bool no_progress = false;
   bool no_mtp = false;
+  bool no_vision = false;
 };
 
 // Files of a previous synth run that would otherwise mix with the new one (an old shard that the new
@@ -61,6 +62,7 @@ void run_synth(const SynthArgs& args) {
   options.out_dir = args.out_dir;
   if (args.no_progress) options.progress = ByteProgress::Mode::kOff;
   options.mtp = !args.no_mtp;
+  options.vision = !args.no_vision;
   prepare_out_dir(options.out_dir, args.force);
 
   const synth::SynthResult r = synth::synthesize(options);
@@ -96,6 +98,7 @@ void register_synth(CLI::App& app) {
   cmd->add_flag("--force", args->force, "replace a checkpoint already in OUT_DIR");
   cmd->add_flag("--no-progress", args->no_progress, "do not show progress");
   cmd->add_flag("--no-mtp", args->no_mtp, "leave out the MTP block (mtp.*), as some conversions do");
+  cmd->add_flag("--no-vision", args->no_vision, "leave out the vision tower's tensors (model.visual.*)");
   cmd->add_option("OUT_DIR", args->out_dir, "directory to write")->required();
   cmd->callback([args] { run_synth(*args); });
 }

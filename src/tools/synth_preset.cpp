@@ -21,6 +21,11 @@ SynthDims SynthDims::tiny() {
   d.moe_intermediate_size = 128;  // down_proj in = 128
   d.shared_expert_intermediate_size = 128;
   d.special_token_base = 490;  // every special id inside the 512-token vocabulary
+  d.vision_depth = 1;           // a small tower of the real structure (head dim 16, an 8 x 8 position table)
+  d.vision_hidden_size = 64;
+  d.vision_num_heads = 4;
+  d.vision_intermediate_size = 128;
+  d.vision_num_position_embeddings = 64;
   return d;
 }
 
@@ -100,15 +105,15 @@ nlohmann::json config_json(const SynthDims& d, const nlohmann::json& quantizatio
   };
   json vision = {
       {"deepstack_visual_indexes", json::array()},
-      {"depth", 27},
+      {"depth", d.vision_depth},
       {"hidden_act", "gelu_pytorch_tanh"},
-      {"hidden_size", 1152},
+      {"hidden_size", d.vision_hidden_size},
       {"in_channels", 3},
       {"initializer_range", 0.02},
-      {"intermediate_size", 4304},
+      {"intermediate_size", d.vision_intermediate_size},
       {"model_type", "qwen3_5_moe"},
-      {"num_heads", 16},
-      {"num_position_embeddings", 2304},
+      {"num_heads", d.vision_num_heads},
+      {"num_position_embeddings", d.vision_num_position_embeddings},
       {"out_hidden_size", d.hidden_size},
       {"patch_size", 16},
       {"spatial_merge_size", 2},

@@ -35,6 +35,12 @@ struct SynthDims {
   // The special token ids are fixed offsets from this one (<|endoftext|> = 248044 in Qwen3.6:
   // bos/eos 248044, <|im_end|> 248046, vision 248053/248054, image 248056, video 248057).
   int64_t special_token_base = 248044;
+  // The vision tower (vision_config; model.visual.* at these shapes). The release's: 27 blocks of 1152.
+  int64_t vision_depth = 27;
+  int64_t vision_hidden_size = 1152;
+  int64_t vision_num_heads = 16;
+  int64_t vision_intermediate_size = 4304;
+  int64_t vision_num_position_embeddings = 2304;
 
   // Qwen/Qwen3.6-35B-A3B.
   static SynthDims qwen36_35b_a3b() { return {}; }

@@ -85,6 +85,9 @@ Distribution distribution_for_tensor(const std::string& name) {
   if (ends("linear_attn.norm.weight")) return Distribution::normal(1.0f, 0.02f, /*bf16_grid=*/false);
   if (ends("linear_attn.dt_bias")) return Distribution::normal(0.0f, 0.1f);
   if (ends("conv1d.weight")) return Distribution::normal(0.0f, 0.2f);
+  // The vision tower's LayerNorm weights (plain w, around 1).
+  if (name.starts_with("model.visual.") && (ends("norm1.weight") || ends("norm2.weight") || ends("norm.weight")))
+    return Distribution::normal(1.0f, 0.02f);
   return Distribution::normal(0.0f, 0.02f);
 }
 

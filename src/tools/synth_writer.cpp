@@ -18,6 +18,7 @@
 #include "tools/synth_quantize.h"
 #include "tools/synth_random.h"
 #include "tools/synth_values.h"
+#include "tools/synth_vision.h"
 
 namespace fp4serve::synth {
 namespace {
@@ -441,6 +442,7 @@ SynthPlan plan_synth(const SynthOptions& options) {
   if (options.mtp && written.mtp_num_hidden_layers > 0) {
     sp.mtp_plan = make_mtp_plan(written, [](std::string_view) { return WeightFormat::bf16(); }, ExpertStorage::kFused);
   }
+  if (options.vision) sp.vision_plan = make_vision_plan(sp.config_text);
   return sp;
 }
 
@@ -463,6 +465,7 @@ SynthResult synthesize(const SynthOptions& options) {
   Synthesizer synth(options.seed, writer);
   synth.add_plan(sp.plan);
   synth.add_plan(sp.mtp_plan);
+  synth.add_plan(sp.vision_plan);
   result.tensor_count = writer.tensor_count();
   result.tensor_bytes = writer.total_bytes();
   {

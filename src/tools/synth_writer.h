@@ -27,6 +27,9 @@ struct SynthOptions {
   // Write the MTP block (mtp.*, make_mtp_plan) as every release does: BF16, experts fused (the
   // NVFP4 release's 19 mtp.* tensors). false leaves it out, as some conversions do.
   bool mtp = true;
+  // Write the vision tower (model.visual.*, synth_vision.h) at the dims' vision shapes, as every
+  // release has it. false leaves it out (a text-only conversion; quicker to write).
+  bool vision = true;
 };
 
 struct SynthResult {
@@ -47,6 +50,7 @@ struct SynthPlan {
   std::vector<std::pair<std::string, std::string>> extra_files;  // generation_config.json, quant files
   TensorPlan plan;
   TensorPlan mtp_plan;  // empty without the MTP block
+  TensorPlan vision_plan;  // empty without the vision tower
 };
 SynthPlan plan_synth(const SynthOptions& options);
 

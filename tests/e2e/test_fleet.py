@@ -2,7 +2,10 @@
 vllm-router, the Rust one, from .venv-fleet), driven over HTTP as a client of the router would.
 Which replica served a request is read from each replica's own vLLM counters
 (vllm:request_success_total), never from the router, so the tests check the router's routing
-against what the servers did. The replica-kill test runs last: it takes replica 2 down."""
+against what the servers did. The replicas publish vLLM's KV events (--kv-events-config), which the
+router's kv_aware policy subscribes to. The replica-kill test runs last: it takes replica 2 down."""
+import json
+import os
 import re
 import signal
 import socket
@@ -28,7 +31,7 @@ def free_port() -> int:
 class Router:
     """vllm-router over the given worker URLs with one policy; its log goes to log_dir."""
 
-    def __init__(self, workers, policy, log_dir):
+    def __init__(self, workers, policy, log_dir, extra_args=()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = Path(log_dir) / f"router-{policy}-{self.port}.log"
@@ -36,8 +39,9 @@ class Router:
         self.proc = subprocess.Popen(
             [str(ROUTER), "--worker-urls", *workers, "--policy", policy, "--host", "127.0.0.1",
              "--port", str(self.port), "--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port()),
-             "--log-level", "warning"],
-            stdout=self.log, stderr=subprocess.STDOUT)
+             "--log-level", "warning", *extra_args],
+            # The kv_aware policy loads the tokenizer from a local model directory: never the hub.
+            stdout=self.log, stderr=subprocess.STDOUT, env=dict(os.environ, HF_HUB_OFFLINE="1"))
         deadline = time.time() + 60
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -97,10 +101,17 @@ def fleet(make_server, tmp_path_factory):
     # model and the first to finish wins (the other must neither fail nor serve a half-made one).
     cache = tmp_path_factory.mktemp("fleet-cache")
     replicas, errors = [None, None], []
+    # Each replica binds its KV event PUB and replay sockets (vLLM binds a `*` host; the router
+    # connects to tcp://127.0.0.1:port, the only form it takes).
+    kv_ports = [(free_port(), free_port()) for _ in range(2)]
 
     def start(i):
+        pub, replay = kv_ports[i]
+        kv_events = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": f"tcp://*:{pub}",
+                     "replay_endpoint": f"tcp://*:{replay}"}
         try:
-            replicas[i] = make_server("--max-num-seqs", "4", env={"FP4SERVE_CACHE": str(cache)})
+            replicas[i] = make_server("--max-num-seqs", "4", "--kv-events-config", json.dumps(kv_events),
+                                      env={"FP4SERVE_CACHE": str(cache)})
         except Exception as e:  # reported below, in the test's thread
             errors.append(e)
 
@@ -116,7 +127,15 @@ def fleet(make_server, tmp_path_factory):
 
     def router(policy):
         if policy not in routers:
-            routers[policy] = Router([r.url for r in replicas], policy, log_dir)
+            extra = []
+            if policy == "kv_aware":
+                # The router tokenizes each prompt with the served model's own tokenizer and chat
+                # template (a local directory), and indexes the replicas' KV events.
+                extra = ["--kv-event-block-size", "16", "--kv-event-model", str(cache / "demo-model")]
+                for r, (pub, replay) in zip(replicas, kv_ports):
+                    extra += ["--kv-event-source", f"{r.url}=tcp://127.0.0.1:{pub}",
+                              "--kv-event-replay-source", f"{r.url}=tcp://127.0.0.1:{replay}"]
+            routers[policy] = Router([r.url for r in replicas], policy, log_dir, extra)
         return routers[policy]
 
     yield {"replicas": replicas, "router": router}
@@ -159,6 +178,53 @@ def test_a_shared_prefix_goes_to_one_replica_and_hits_its_prefix_cache(fleet):
         home = fleet["replicas"][d.index(3)]
         hits = sum(v for _, v in metric_values(home.url, "vllm:prefix_cache_hits_total"))
         assert hits > hits_before[d.index(3)], "the second and third request did not reuse the first one's blocks"
+
+
+def prefix_hits(replica) -> float:
+    return sum(v for _, v in metric_values(replica.url, "vllm:prefix_cache_hits_total"))
+
+
+def test_kv_aware_routing_follows_the_replicas_kv_events(fleet):
+    # Each prefix is first sent straight to one replica, past the router: the router never routed
+    # it, so only that replica's BlockStored events can tell it where the prefix is. The router
+    # keys blocks by the events' token_ids (not by our block hashes) and tokenizes the prompt, or
+    # the chat with its template, itself (docs/vllm-surface.md §2.3).
+    router = fleet["router"]("kv_aware")
+    replicas = fleet["replicas"]
+    time.sleep(1.0)  # its ZMQ subscriptions connect after /health answers; a missed store is lost
+    alpha = "Alpha field notes on river deltas, tides, silt, estuaries and the birds of the marsh. " * 6
+    bravo = "Bravo service manual for alpine huts: glaciers, moraines, passes, ropes and stoves. " * 6
+    charlie = "Charlie, a chat assistant for clock makers: escapements, pendulums, gears and springs. " * 6
+
+    def completion(prefix):
+        return lambda question: ("/v1/completions", {"prompt": f"{prefix} {question}"})
+
+    def chat(system):
+        return lambda question: ("/v1/chat/completions", {"messages": [
+            {"role": "system", "content": system}, {"role": "user", "content": question}]})
+
+    def send(url, request, question):
+        path, body = request(question)
+        r = requests.post(url + path, timeout=60, json={"model": MODEL, "max_tokens": 2, "ignore_eos": True, **body})
+        assert r.status_code == 200, r.text
+
+    cases = [  # (name, request with a shared prefix, the replica that holds the prefix)
+        ("alpha", completion(alpha), 1),
+        ("bravo", completion(bravo), 0),
+        ("charlie (chat)", chat(charlie), 1),
+    ]
+    for _, request, home in cases:
+        send(replicas[home].url, request, "Seed?")
+    time.sleep(0.5)  # the events reach the router's index
+    for name, request, home in cases:
+        before, hits_before = served_all(fleet), prefix_hits(replicas[home])
+        for q in range(3):
+            send(router.url, request, f"Question {q}?")
+        d = delta(before, served_all(fleet))
+        want = [0, 0]
+        want[home] = 3
+        assert d == want, f"{name}: the router did not follow the KV events to replica {home + 1}: {d}"
+        assert prefix_hits(replicas[home]) > hits_before, "the routed requests did not hit the prefix cache"
 
 
 def test_metrics_carry_the_names_and_labels_routers_read(fleet):

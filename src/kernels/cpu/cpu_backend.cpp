@@ -343,9 +343,17 @@ void CpuBackend::residual_add(const TensorView& x, const TensorView& y) {
 
 void CpuBackend::rope(const TensorView& x, const TensorView& positions, const RopeConfig& cfg) {
   expect_view(x, DType::kBF16, {-1, -1, cfg.head_dim}, "rope x");
-  expect_view(positions, DType::kI64, {x.dim(0)}, "rope positions");
   expect_contiguous({&x}, "rope");
-  apply_rope_text(x.as<uint16_t>(), x.dim(0), x.dim(1), cfg, positions.as<const int64_t>());
+  const int64_t T = x.dim(0);
+  if (positions.rank == 2) {
+    expect_view(positions, DType::kI64, {3, T}, "rope positions");
+    expect_contiguous({&positions}, "rope");
+    const int64_t* p = positions.as<const int64_t>();
+    apply_rope(x.as<uint16_t>(), T, x.dim(1), cfg, p, p + T, p + 2 * T);
+    return;
+  }
+  expect_view(positions, DType::kI64, {T}, "rope positions");
+  apply_rope_text(x.as<uint16_t>(), T, x.dim(1), cfg, positions.as<const int64_t>());
 }
 
 void CpuBackend::kv_write(std::span<const AttentionSeqDesc> seqs, const TensorView& k, const TensorView& v) {

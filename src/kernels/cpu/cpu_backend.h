@@ -89,6 +89,12 @@ class CpuBackend final : public Backend {
   void state_copy(std::span<const GdnStateRef> dst, std::span<const GdnStateRef> src, const GdnDims& dims) override;
   void state_zero(std::span<const GdnStateRef> dst, const GdnDims& dims) override;
   void gather_rows(const TensorView& x, std::span<const int64_t> rows, const TensorView& out) override;
+  void layernorm(const TensorView& x, const TensorView& w, const TensorView& b, float eps,
+                 const TensorView& out) override;
+  void bias_activation(const TensorView& x, const TensorView& bias, Activation act, const TensorView& out) override;
+  void rope_table(const TensorView& x, const TensorView& cos, const TensorView& sin) override;
+  void dense_attention(std::span<const DenseSegment> segments, const TensorView& q, const TensorView& k,
+                       const TensorView& v, const TensorView& out, AttentionMath math) override;
   void sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
               std::span<SampleResult> out) override;
 

@@ -135,12 +135,38 @@ bool is_media_part(const std::string& type) {
 
 [[noreturn]] void refuse_media(const std::string& type) {
   throw ApiException(vllm_validation_error(
-      "fp4serve serves a text-only model: message content part type '" + type +
-          "' is not supported; send text parts ({\"type\": \"text\", \"text\": ...}) only.",
+      "message content part type '" + type +
+          "' is not supported here; send text parts ({\"type\": \"text\", \"text\": ...}) and, on "
+          "/v1/chat/completions, image_url parts.",
       "messages"));
 }
 
-// The text of one content part (vLLM chat_utils: text-like parts; media refused).
+// An image_url part's URL [vllm: entrypoints/chat_utils.py MM_PARSER_MAP]: "image_url" parts carry
+// {"url": ..., "detail": ...}, "input_image" parts (the Responses API shape) the URL string itself.
+std::optional<ChatImagePart> image_part(const Json& part) {
+  if (!part.is_object()) return std::nullopt;
+  std::string type;
+  if (part.contains("type") && part["type"].is_string()) type = part["type"].get<std::string>();
+  else if (part.contains("image_url")) type = "image_url";
+  if (type != "image_url" && type != "input_image") return std::nullopt;
+  const Json* v = part.contains("image_url") ? &part["image_url"] : nullptr;
+  ChatImagePart out;
+  if (type == "image_url" && v && v->is_object() && v->contains("url") && (*v)["url"].is_string()) {
+    out.url = (*v)["url"].get<std::string>();
+    if (v->contains("detail") && (*v)["detail"].is_string()) out.detail = (*v)["detail"].get<std::string>();
+    return out;
+  }
+  if (type == "input_image" && v && v->is_string()) {
+    out.url = v->get<std::string>();
+    return out;
+  }
+  throw ApiException(value_error(type == "input_image"
+                                     ? "An 'input_image' part needs a string 'image_url'."
+                                     : "An 'image_url' part needs an 'image_url' object with a string 'url', e.g. "
+                                       "{\"type\": \"image_url\", \"image_url\": {\"url\": \"data:image/png;base64,...\"}}."));
+}
+
+// The text of one content part (vLLM chat_utils: text-like parts; other media refused).
 std::string part_text(const Json& part) {
   if (part.is_string()) return part.get<std::string>();
   if (!part.is_object()) throw ApiException(value_error("Unknown part type: " + echo_input(py_str(part))));
@@ -169,8 +195,12 @@ std::string part_text(const Json& part) {
   throw ApiException(not_implemented("Unknown part type: " + echo_input(type)));
 }
 
+// `images` null: image parts are refused (the /tokenize form). A message with images reaches the
+// template as a list of parts in their order, {"type": "image"} for each image, as HF's
+// apply_chat_template gets it, whatever the content format (the template renders each as
+// <|vision_start|><|image_pad|><|vision_end|> in place).
 Json parse_content(const Json& content, const Loc& loc, ContentFormat format,
-                   std::vector<ValidationIssue>& issues) {
+                   std::vector<ValidationIssue>& issues, std::vector<ChatImagePart>* images) {
   if (content.is_null()) return format == ContentFormat::kString ? Json("") : Json::array();
   if (content.is_string()) {
     if (format == ContentFormat::kString) return content;
@@ -180,15 +210,26 @@ Json parse_content(const Json& content, const Loc& loc, ContentFormat format,
     issues.push_back(issue("string_type", loc, "Input should be a valid string", content));
     return Json();
   }
-  std::vector<std::string> texts;
-  for (const auto& part : content) texts.push_back(part_text(part));
-  if (format == ContentFormat::kOpenAI) {
+  std::vector<std::optional<std::string>> texts;  // nullopt: an image
+  bool has_image = false;
+  for (const auto& part : content) {
+    if (images) {
+      if (auto image = image_part(part)) {
+        images->push_back(std::move(*image));
+        texts.push_back(std::nullopt);
+        has_image = true;
+        continue;
+      }
+    }
+    texts.push_back(part_text(part));
+  }
+  if (format == ContentFormat::kOpenAI || has_image) {
     Json parts = Json::array();
-    for (auto& t : texts) parts.push_back(Json{{"type", "text"}, {"text", t}});
+    for (auto& t : texts) parts.push_back(t ? Json{{"type", "text"}, {"text", *t}} : Json{{"type", "image"}});
     return parts;
   }
   std::string joined;
-  for (std::size_t i = 0; i < texts.size(); ++i) joined += (i ? "\n" : "") + texts[i];
+  for (std::size_t i = 0; i < texts.size(); ++i) joined += (i ? "\n" : "") + *texts[i];
   return joined;
 }
 
@@ -227,7 +268,8 @@ Json parse_tool_calls(const Json& calls) {
   return out;
 }
 
-void read_messages(BodyReader& reader, const Json& body, ContentFormat format, Json& out) {
+void read_messages(BodyReader& reader, const Json& body, ContentFormat format, Json& out,
+                   std::vector<ChatImagePart>* images) {
   const Json* messages = reader.raw("messages");
   if (!messages) {
     reader.issues().push_back(missing_field_issue("messages", body));
@@ -257,7 +299,7 @@ void read_messages(BodyReader& reader, const Json& body, ContentFormat format, J
     if (!role) continue;
     Loc content_loc = loc;
     content_loc.push_back("content");
-    Json content = parse_content(msg.contains("content") ? msg["content"] : Json(), content_loc, format, issues);
+    Json content = parse_content(msg.contains("content") ? msg["content"] : Json(), content_loc, format, issues, images);
     Json m = Json::object();
     m["role"] = *role;
     m["content"] = content;
@@ -357,7 +399,7 @@ void merge_over(Json& base, const Json& overrides) {
 }  // namespace
 
 void read_chat_messages(BodyReader& reader, const Json& body, ContentFormat format, Json& out) {
-  read_messages(reader, body, format, out);
+  read_messages(reader, body, format, out, nullptr);
 }
 
 void read_chat_tools(BodyReader& reader, Json& out) { read_tools(reader, out); }
@@ -410,7 +452,7 @@ ChatRequest parse_chat_body(Json& body, const ServerLimits& limits, const ChatPa
   req.response_role = options.response_role;
   BodyReader reader(body);
   read_common_fields(reader, Endpoint::kChat, req.common);
-  read_messages(reader, body, options.content_format, req.messages);
+  read_messages(reader, body, options.content_format, req.messages, &req.images);
   read_tools(reader, req.tools);
   req.logprobs = reader.bool_field("logprobs").value_or(false);
   req.top_logprobs = reader.int_field("top_logprobs").value_or(0);

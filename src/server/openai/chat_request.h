@@ -1,7 +1,7 @@
 // POST /v1/chat/completions: the body -> a typed, validated ChatRequest whose messages, tools and
 // template kwargs are ready for make_chat_template_context(), with vLLM's checks in vLLM's order
 // [vllm: entrypoints/openai/chat_completion/protocol.py ChatCompletionRequest, serving.py,
-// entrypoints/chat_utils.py]. Only text content is accepted (the served model is text-only).
+// entrypoints/chat_utils.py]. Content parts: text, and image_url (collected in ChatRequest::images).
 #pragma once
 
 #include <cstdint>
@@ -26,10 +26,17 @@ struct ChatParseOptions {
   std::string response_role = "assistant";             // --response-role
 };
 
+// One image_url content part, in prompt order: fetched, decoded and preprocessed by the chat route.
+struct ChatImagePart {
+  std::string url;
+  std::string detail;  // "auto", "low", "high" or ""; Qwen's processor has no use for it (as vLLM)
+};
+
 struct ChatRequest {
   CommonRequestFields common;
   std::string model_name;
   Json messages = Json::array();  // the conversation as the template sees it
+  std::vector<ChatImagePart> images;  // the image parts of all messages, in order
   Json tools;                     // null, or the tools as vLLM dumps them for the template
   ToolChoice tool_choice = ToolChoice::kNone;  // (tool_parser.h) "auto" when tools come without one
   std::string tool_choice_function;            // the named function (kNamed)

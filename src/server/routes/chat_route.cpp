@@ -8,6 +8,7 @@
 #include "server/openai/chat_response.h"
 #include "server/openai/prompt_length.h"
 #include "server/openai/tool_parser_chat_output.h"
+#include "server/routes/chat_images.h"
 #include "server/routes/chat_prompt.h"
 #include "server/routes/route_support.h"
 #include "server/routes/routes.h"
@@ -142,12 +143,17 @@ void handle_chat(const ServingContext& ctx, std::shared_ptr<http::Exchange> ex) 
     for (const auto& f : job->req.ignored_fields)
       spdlog::warn("The following fields were present in the request but ignored: {{'{}'}}", f);
     openai::check_max_output_tokens(job->req.max_output_tokens(), job->req.max_tokens_param(), max_len);
+    // Images are fetched (bounded by VLLM_IMAGE_FETCH_TIMEOUT), decoded and preprocessed here, on
+    // the io thread, before the prompt is rendered.
+    const PreparedImages images = prepare_chat_images(job->req.images, ctx.options.images);
     const std::string prompt = render_chat_prompt(ctx, job->req.messages, job->req.tools, job->req.add_generation_prompt,
                                                   job->req.continue_final_message, job->req.chat_template_kwargs,
                                                   job->req.chat_template);
     std::vector<int32_t> ids = ctx.tokenizer->encode(prompt, job->req.common.add_special_tokens);
+    expand_image_pads(ids, images, ctx.options.images);  // image tokens count in the length rules
     openai::apply_prompt_length_rules(ids, job->req.max_output_tokens(), max_len, job->req.common.truncate_prompt_tokens,
                                       job->req.common.truncation_side);
+    r.images = locate_image_runs(ids, images, ctx.options.images);
     openai::check_prompt_token_ids(ids, ctx.limits.sampling.vocab_size);
     const int64_t max_tokens = openai::resolve_max_tokens(max_len, job->req.requested_max_tokens(),
                                                           static_cast<int64_t>(ids.size()), ctx.defaults.max_tokens);

@@ -16,6 +16,7 @@
 #include "server/metrics/engine_metrics_exposition.h"
 #include "server/openai/chat_request.h"
 #include "server/openai/request_common.h"
+#include "server/routes/chat_images.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -32,6 +33,7 @@ struct ServingOptions {
   bool return_tokens_as_token_ids = false;
   bool emit_reasoning_content = true;  // also send "reasoning_content" for pre-0.11 clients
   bool debug_endpoints = false;        // /debug/stall, /debug/corrupt-gdn (tests, the canary's proof)
+  ImageServing images;                 // image_url parts: limits, sources, the image processor
   std::string version;
 };
 

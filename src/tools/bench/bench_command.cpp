@@ -13,6 +13,7 @@
 
 #include "tools/bench/bench_runner.h"
 #include "tools/bench/model_bench.h"
+#include "tools/bench/vision_bench.h"
 #include "tools/commands.h"
 
 namespace fp4serve::tools {
@@ -190,6 +191,7 @@ void register_bench(CLI::App& app) {
     bench::run_bench(cfg, std::cout);
   });
   bench::add_bench_model_command(*bench);
+  bench::add_bench_vision_command(*bench);
 }
 
 }  // namespace fp4serve::tools

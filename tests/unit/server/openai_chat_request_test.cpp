@@ -156,13 +156,27 @@ TEST(ChatRequest, ContentPartsAreJoined) {
   EXPECT_EQ(o.messages[0]["content"], Json::parse(R"([{"type": "text", "text": "a"}])"));
 }
 
-TEST(ChatRequest, ImagePartsAreRefusedClearly) {
-  const ApiError e = error_of(
-      R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]}]})");
+TEST(ChatRequest, ImagePartsBecomeTemplatePartsInOrder) {
+  const ChatRequest r = parse(
+      R"({"messages": [{"role": "user", "content": [{"type": "text", "text": "a"},
+          {"type": "image_url", "image_url": {"url": "https://x/y.png", "detail": "low"}},
+          {"image_url": {"url": "data:image/png;base64,AAAA"}}, {"type": "text", "text": "b"}]}]})");
+  ASSERT_EQ(r.images.size(), 2u);
+  EXPECT_EQ(r.images[0].url, "https://x/y.png");
+  EXPECT_EQ(r.images[0].detail, "low");
+  EXPECT_EQ(r.images[1].url, "data:image/png;base64,AAAA");
+  EXPECT_EQ(r.messages[0]["content"],
+            Json::parse(R"([{"type": "text", "text": "a"}, {"type": "image"}, {"type": "image"}, {"type": "text", "text": "b"}])"));
+}
+
+TEST(ChatRequest, MalformedImagePartsAndOtherMediaAreRefusedClearly) {
+  ApiError e = error_of(R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": "https://x"}]}]})");
+  EXPECT_EQ(e.status, 400);
+  EXPECT_NE(e.message.find("needs an 'image_url' object with a string 'url'"), std::string::npos);
+  e = error_of(R"({"messages": [{"role": "user", "content": [{"type": "video_url", "video_url": {"url": "https://x"}}]}]})");
   EXPECT_EQ(e.status, 400);
   EXPECT_EQ(e.param, "messages");
-  EXPECT_NE(e.message.find("text-only model"), std::string::npos);
-  EXPECT_NE(e.message.find("'image_url'"), std::string::npos);
+  EXPECT_NE(e.message.find("'video_url'"), std::string::npos);
 }
 
 TEST(ChatRequest, UnknownPartTypeIsNotImplemented) {

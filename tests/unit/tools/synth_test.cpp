@@ -2,6 +2,9 @@
 // with its dtype and shape, the configs parse and the quantization config agrees with what was
 // written, the values are what the seed says, and the bytes do not depend on the thread count.
 #include <gtest/gtest.h>
+
+#include "kernels/backend.h"
+#include "model/vision_loader.h"
 #include <omp.h>
 #include <unistd.h>
 
@@ -201,6 +204,8 @@ TEST_P(SynthWrite, CheckpointHoldsEveryPlannedTensorAndLoads) {
   std::vector<const PlannedTensor*> planned = sp.plan.all_tensors();
   for (const PlannedTensor* t : sp.mtp_plan.all_tensors()) planned.push_back(t);  // the MTP block, BF16
   ASSERT_FALSE(sp.mtp_plan.modules.empty());
+  for (const PlannedTensor* t : sp.vision_plan.all_tensors()) planned.push_back(t);  // the vision tower, BF16
+  EXPECT_EQ(sp.vision_plan.modules.size(), 21u);  // patch embed 2 + pos 1 + 12 per block + merger 6
   for (const PlannedTensor* t : planned) {
     if (t->optional && !t->name.ends_with("input_scale")) {
       EXPECT_FALSE(ck.contains(t->name)) << t->name;
@@ -227,6 +232,16 @@ TEST_P(SynthWrite, CheckpointHoldsEveryPlannedTensorAndLoads) {
   for (const auto& m : loaded.mtp_plan().modules) EXPECT_FALSE(m.format.is_quantized()) << m.path;
   EXPECT_EQ(loaded.generation_config().eos_token_ids, (std::vector<int64_t>{492, 490}));  // tiny ids
   EXPECT_EQ(loaded.plan().modules.size(), sp.plan.modules.size());  // the loader plans what was written
+  // The tower loads and encodes (every format keeps it BF16).
+  const auto tower = model::load_vision_tower(dir.path(), kernels::default_backend());
+  ASSERT_NE(tower, nullptr);
+  vision::PixelPatches im;
+  im.grid = {1, 4, 6};
+  im.patch_dim = 1536;
+  im.values.assign(24 * 1536, 0.5f);
+  const auto features = tower->encode(im);
+  ASSERT_EQ(features.size(), 6u * 128);  // 6 merged tokens x the text hidden size
+  for (float f : features) ASSERT_TRUE(std::isfinite(f));
 }
 
 TEST_P(SynthWrite, SameSeedSameBytesWhateverTheThreadCount) {

@@ -1,0 +1,51 @@
+// A minimal .npy (format 1.0, C order) reader for the vision goldens: uint8 and little-endian
+// float32 arrays as numpy.save writes them.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fp4serve::vision::testing {
+
+struct Npy {
+  std::string dtype;  // "|u1" or "<f4"
+  std::vector<std::int64_t> shape;
+  std::vector<char> data;
+  template <class T>
+  std::vector<T> as() const {
+    std::vector<T> out(data.size() / sizeof(T));
+    std::memcpy(out.data(), data.data(), out.size() * sizeof(T));
+    return out;
+  }
+};
+
+inline std::vector<std::uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+inline Npy read_npy(const std::string& path) {
+  const auto bytes = read_bytes(path);
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) throw std::runtime_error("not npy: " + path);
+  const std::size_t header_len = bytes[8] | (bytes[9] << 8);
+  const std::string header(bytes.begin() + 10, bytes.begin() + 10 + header_len);
+  Npy out;
+  const auto d = header.find("'descr': '");
+  out.dtype = header.substr(d + 10, header.find('\'', d + 10) - d - 10);
+  const auto s = header.find("'shape': (");
+  std::stringstream shape(header.substr(s + 10, header.find(')', s) - s - 10));
+  std::string dim;
+  while (std::getline(shape, dim, ',')) {
+    if (dim.find_first_not_of(' ') != std::string::npos) out.shape.push_back(std::stoll(dim));
+  }
+  out.data.assign(bytes.begin() + 10 + header_len, bytes.end());
+  return out;
+}
+
+}  // namespace fp4serve::vision::testing
