@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "tools/commands.h"
+#include "tools/engine_process_flags.h"
 #ifdef FP4SERVE_HAVE_CUDA
 #include "kernels/cuda/nvfp4_dequant.h"
 #include "tools/doctor_host.h"
@@ -13,6 +14,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"fp4serve: an OpenAI-compatible server for Qwen3.6-35B-A3B (NVFP4, FP8, BF16, INT4)"};
   app.require_subcommand(1);
+  fp4serve::tools::set_command_line(argc, argv);  // serve's engine process runs it again
 #ifdef FP4SERVE_HAVE_CUDA
   // Only this target knows it was built with CUDA: tell doctor (and the preflight) so.
   fp4serve::tools::set_cuda_backend_describer(

@@ -297,19 +297,26 @@ struct Engine::Impl {
       }
     }
     const int n = static_cast<int>(std::max<std::int64_t>(1, params.n));
+    // A resumed request (resumed_sequence.h): each sequence recomputes the prompt and its own tokens,
+    // no forks and no twins.
+    const bool resuming = !req.resumed.empty();
     // Checked by submit(): cannot throw here.
     const std::shared_ptr<const MultimodalPrompt> mm = make_multimodal_prompt(req.images, req.prompt_token_ids, image_rules);
     // One prefill for identical concurrent prompts (prompt_twins.h): every sequence of this request
     // forks from a request still computing the same prompt, when there is one.
     const std::uint64_t twin_key =
         PromptTwinIndex::key(req.prompt_token_ids, req.cache_salt_hash ^ (mm ? mm->content_key : 0));
-    const std::string* twin = twins.find(twin_key, [&](const std::string& id) {
+    const std::string* twin = resuming ? nullptr : twins.find(twin_key, [&](const std::string& id) {
       return can_fork_from(id, req.prompt_token_ids, req.cache_salt_hash, mm.get(), params);
     });
     std::string source_id = twin ? *twin : std::string();
     const int room = info.max_model_len - parent->num_prompt_tokens;
     const int max_tokens = static_cast<int>(std::min<std::int64_t>(params.max_tokens.value_or(room), room));
+    int unfinished = n;
     for (int i = 0; i < n; ++i) {
+      const ResumedSequence* resumed = nullptr;
+      for (const ResumedSequence& rs : req.resumed)
+        if (rs.index == i) resumed = &rs;
       auto seq = std::make_unique<SequenceTrack>();
       seq->parent = parent.get();
       seq->index = i;
@@ -319,13 +326,25 @@ struct Engine::Impl {
       seq->detok = std::make_unique<tokenizer::IncrementalDetokenizer>(*tok, req.detokenize, req.prompt_token_ids);
       seq->holdback_chars = stop_holdback_chars(params.stop, params.include_stop_str_in_output);
       if (grammar) seq->structured = make_structured_state(grammar, token_filter, params, req.prompt_token_ids);
+      if (resumed && resumed->finished) {
+        // Its final delta was sent before the engine died: nothing left to run.
+        seq->finished = true;
+        --unfinished;
+        parent->seqs.push_back(std::move(seq));
+        continue;
+      }
+      if (resumed && !resumed->token_ids.empty()) {
+        resume_sequence(*seq, *resumed, req, mm, std::max(1, max_tokens));
+        parent->seqs.push_back(std::move(seq));
+        continue;
+      }
       // Children 1 .. n-1 are held until child 0 has computed the prompt, then forked from it
       // (scheduler.h): one prefill for the n sequences (or none, when a twin computes it).
       const bool computes_prompt = source_id.empty();
       Request& r = computes_prompt ? scheduler.add_request(seq->scheduler_id, req.prompt_token_ids,
                                                            std::max(1, max_tokens), req.cache_salt_hash, mm)
                                    : scheduler.add_fork_child(seq->scheduler_id, source_id, std::max(1, max_tokens));
-      if (computes_prompt) {
+      if (computes_prompt && !resuming) {
         source_id = seq->scheduler_id;
         twins.add(twin_key, seq->scheduler_id);
         parent->twin_key = twin_key;
@@ -339,7 +358,7 @@ struct Engine::Impl {
       r.user_data = std::shared_ptr<void>(std::shared_ptr<void>{}, seq.get());
       parent->seqs.push_back(std::move(seq));
     }
-    parent->unfinished = n;
+    parent->unfinished = unfinished;
     parent->n = n;
     parent->max_tokens = std::max(1, max_tokens);
     ParentTrack& admitted = *parent;
@@ -347,12 +366,31 @@ struct Engine::Impl {
     // A grammar that admits nothing at all (not even its end) ends the request before it runs.
     bool dead = false;
     for (auto& seq : admitted.seqs) {
-      if (seq->structured && seq->structured->advance({}) == StructuredOutputState::Progress::kDeadEnd) {
+      if (seq->structured && !seq->finished && seq->num_output == 0 &&
+          seq->structured->advance({}) == StructuredOutputState::Progress::kDeadEnd) {
         end_by_grammar(admitted, *seq, "the structured-output grammar admits no token at all");
         dead = true;
       }
     }
     if (dead) flush_parent(parents.find(admitted.id), Clock::now());
+  }
+
+  // A sequence of a resumed request, as if it had been preempted (recompute): its prompt and the
+  // tokens already sent as outputs, nothing computed; the detokenizer, the stop-string window and
+  // the grammar's matcher are brought to where the client's stream stopped.
+  void resume_sequence(SequenceTrack& seq, const ResumedSequence& resumed, const EngineRequest& req,
+                       std::shared_ptr<const MultimodalPrompt> mm, int max_tokens) {
+    Request& r = scheduler.add_request(seq.scheduler_id, req.prompt_token_ids, max_tokens, req.cache_salt_hash,
+                                       std::move(mm));
+    for (std::int32_t t : resumed.token_ids) {
+      r.append_output_token(t);
+      seq.text += seq.detok->step(t);
+    }
+    kv.update_block_hashes(r);
+    seq.num_output = static_cast<int>(resumed.token_ids.size());
+    seq.sent_bytes = std::min(resumed.text_bytes, seq.text.size());
+    if (seq.structured) seq.structured->advance(r.output_token_ids());
+    r.user_data = std::shared_ptr<void>(std::shared_ptr<void>{}, &seq);
   }
 
   // ---- structured output ----

@@ -35,6 +35,7 @@
 #include "engine/kv_events.h"
 #include "engine/multimodal_input.h"
 #include "engine/output_channel.h"
+#include "engine/resumed_sequence.h"
 #include "engine/sampling_params.h"
 #include "model/qwen3_5_moe.h"
 #include "model/vision_encoder.h"
@@ -94,6 +95,9 @@ struct EngineRequest {
   // Called on the engine thread after each output is queued on the request's channel (set before
   // the request is queued, so no output can be missed). Must not block.
   std::function<void()> notifier;
+  // Set when the request is resubmitted to a restarted engine: per sequence, what was already sent
+  // (empty for a fresh request; resumed_sequence.h).
+  std::vector<ResumedSequence> resumed;
 };
 
 // submit() refusals: the server maps kOverloaded to 503, the others to 400 / 503.

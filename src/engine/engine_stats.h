@@ -37,6 +37,9 @@ struct EngineStats {
   std::chrono::steady_clock::time_point last_progress{};
   bool has_work = false;
   std::int64_t num_steps = 0;
+  // Times the front-end restarted a dead or wedged engine process (fp4serve:engine_restarts_total;
+  // always 0 in process).
+  std::int64_t engine_restarts = 0;
 };
 
 }  // namespace fp4serve::engine

@@ -13,6 +13,17 @@ class Histogram {
   Histogram() = default;
   explicit Histogram(std::vector<double> upper_bounds);  // ascending; +Inf is implicit
 
+  // A histogram with these contents (the engine process's stats, decoded by the front-end).
+  static Histogram restore(std::vector<double> upper_bounds, std::vector<std::uint64_t> counts, std::uint64_t count,
+                           double sum) {
+    Histogram h;
+    h.bounds_ = std::move(upper_bounds);
+    h.counts_ = std::move(counts);
+    h.count_ = count;
+    h.sum_ = sum;
+    return h;
+  }
+
   void observe(double value);
   const std::vector<double>& upper_bounds() const { return bounds_; }
   // counts()[i] = observations <= upper_bounds()[i] and > the previous bound (not cumulative);

@@ -126,7 +126,7 @@ uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
 }
 
 ServingModel load_serving_model(const std::string& model_path, const EngineFlags& f, StartupPhases* phases,
-                                const VisionChoice& vision) {
+                                const VisionChoice& vision, bool weights) {
   ServingModel s;
   StartupPhases own;
   StartupPhases& ph = phases ? *phases : own;
@@ -145,7 +145,7 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
     throw std::runtime_error("--speculative-config: MTP speculative decoding is unavailable: " +
                              ck->mtp_unavailable_reason());
   bool cache_hit = false;
-  if (f.weight_cache && backend->packs_weights()) {
+  if (weights && f.weight_cache && backend->packs_weights()) {
     const auto file = weight_cache_file(ck->directory(), kernels::cpu::isa_name(backend->isa()));
     const uint64_t free_bytes = free_bytes_for(file);
     // The MTP layer's panels follow the model's when it is bound: a different set of entries.
@@ -159,20 +159,22 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
                                         static_cast<double>(ck->file_bytes()) / 1e9));
     }
   }
-  if (!cache_hit) ck->touch_weight_pages(true);
-  ph.mark("load");
-  auto model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
-  if (spec.enabled) model->bind_mtp();
-  s.model = model;
-  if (const std::string line = backend->finish_weight_cache(); !line.empty()) s.decisions.push_back(line);
-  ph.mark(cache_hit ? "map weights" : "pack weights");
+  if (weights) {
+    if (!cache_hit) ck->touch_weight_pages(true);
+    ph.mark("load");
+    auto model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
+    if (spec.enabled) model->bind_mtp();
+    s.model = model;
+    if (const std::string line = backend->finish_weight_cache(); !line.empty()) s.decisions.push_back(line);
+    ph.mark(cache_hit ? "map weights" : "pack weights");
+  }
   const std::filesystem::path tok_path = f.tokenizer.empty() ? ck->directory() : std::filesystem::path(f.tokenizer);
   s.tokenizer = load_tokenizer(tok_path);
   s.tokenizer_dir = tokenizer_directory(tok_path).string();
   const nlohmann::json tok_config = read_tokenizer_config(s.tokenizer_dir);
   s.chat_template = find_chat_template(s.tokenizer_dir, tok_config);
   ph.mark("tokenizer");
-  s.vision = load_serving_vision(ck, backend, vision, s.decisions);
+  if (weights) s.vision = load_serving_vision(ck, backend, vision, s.decisions);
   if (s.vision) ph.mark("vision tower");
   engine::EngineConfig& c = s.config;
   c.vision_encoder = s.vision;
@@ -233,8 +235,10 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   }
   if (const int32_t id = eos_token.empty() ? -1 : s.tokenizer->token_to_id(eos_token); id >= 0) c.eos_token_id = id;
   else if (!c.generation_eos_token_ids.empty()) c.eos_token_id = c.generation_eos_token_ids.front();
-  s.decisions.push_back("Backend: " + s.model->backend().describe());
-  s.decisions.push_back(s.model->backend().weights_summary());
+  if (s.model) {
+    s.decisions.push_back("Backend: " + s.model->backend().describe());
+    s.decisions.push_back(s.model->backend().weights_summary());
+  }
   return s;
 }
 

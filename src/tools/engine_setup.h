@@ -62,8 +62,10 @@ struct ServingModel {
 // one, as vLLM; cache memory default; threads). Throws with the file or flag named.
 // `phases`, when given, gets the load's phases (locate or download, load, pack or map weights,
 // tokenizer, vision tower). `vision`: whether and where to load the checkpoint's vision tower
-// (vision_setup.h; serve's --limit-mm-per-prompt / --vision-device).
+// (vision_setup.h; serve's --limit-mm-per-prompt / --vision-device). `weights` false: no model (the
+// front-end of an engine process reads configs and the tokenizer only; `model` stays null).
 ServingModel load_serving_model(const std::string& model_path, const EngineFlags& flags,
-                                StartupPhases* phases = nullptr, const VisionChoice& vision = {});
+                                StartupPhases* phases = nullptr, const VisionChoice& vision = {},
+                                bool weights = true);
 
 }  // namespace fp4serve::tools

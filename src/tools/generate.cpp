@@ -194,7 +194,7 @@ void run_generate(const GenerateOptions& o) {
 
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
-  auto logits = m.forward({{&state, prompt, false}});
+  auto logits = m.forward({{&state, prompt, false, {}, {}}});
   const auto t1 = clock::now();
   int generated = 0;
   std::string finish = "length";
@@ -216,7 +216,7 @@ void run_generate(const GenerateOptions& o) {
       break;
     }
     if (i + 1 == o.max_tokens) break;
-    logits = m.forward({{&state, std::span<const int32_t>(&next, 1), false}});
+    logits = m.forward({{&state, std::span<const int32_t>(&next, 1), false, {}, {}}});
   }
   const auto t2 = clock::now();
   if (detok) std::fputs(detok->flush().c_str(), stdout);

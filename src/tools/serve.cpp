@@ -13,6 +13,8 @@
 #include <fstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "server/http/connection_limits.h"
 #include "server/http/http_server.h"
 #include "server/http/termination_signals.h"
@@ -22,6 +24,8 @@
 #include "tools/demo_model.h"
 #include "tools/doctor_host.h"
 #include "tools/preflight_checks.h"
+#include "engine/ipc/engine_core_server.h"
+#include "tools/engine_process_flags.h"
 #include "tools/engine_setup.h"
 #include "tools/serve_media_flags.h"
 #include "tools/serve_transport_flags.h"
@@ -62,6 +66,7 @@ struct ServeArgs {
   double request_body_timeout = 60.0;
   std::string gpu_memory_utilization;
   TransportFlags transport;
+  EngineProcessFlags engine_process;
   MediaFlags media;
   EngineFlags engine;
   GpuFlags gpu;
@@ -109,17 +114,36 @@ void run_serve(ServeArgs a) {
     if (a.served_model_names.empty()) a.served_model_names.push_back("fp4serve-demo");
     if (a.engine.max_model_len == 0) a.engine.max_model_len = 8192;
   }
+  // The engine process (`serve` run again with --engine-core-fd) loads the model; its front-end
+  // reads only the configs and the tokenizer.
+  const bool engine_core = a.engine_process.engine_core_fd >= 0;
+  const bool multiprocessing = !engine_core && engine_multiprocessing_enabled();
+  if (engine_core) spdlog::set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] (EngineCore pid=%P) %v");
   ServingModel sm = load_serving_model(
-      model, a.engine, &phases, VisionChoice{media.vision_tower_needed(), media.vision_device == VisionDevice::kCpu});
+      model, a.engine, &phases, VisionChoice{media.vision_tower_needed(), media.vision_device == VisionDevice::kCpu},
+      /*weights=*/!multiprocessing);
   if (!demo) {
     preflight.model = model_facts(*sm.checkpoint, a.engine.tokenizer);
     enforce_preflight(preflight, host);  // model, tokenizer and cache-plan rules
   }
   for (const std::string& d : sm.decisions) spdlog::info("{}", d);
   sm.config.max_waiting_requests = a.max_waiting_requests;
-  engine::Engine eng(sm.model, sm.tokenizer, sm.config);
-  for (const std::string& l : eng.info().cache.log_lines) spdlog::info("{}", l);
-  phases.mark("cache plan");
+  std::unique_ptr<engine::EngineClient> engine_client;
+  if (multiprocessing) {
+    engine_client = std::make_unique<engine::ipc::ProcessEngineClient>(
+        engine_process_options(a.engine_process, a.health_stall_timeout));
+  } else {
+    auto in_process = std::make_unique<engine::Engine>(sm.model, sm.tokenizer, sm.config);
+    for (const std::string& l : in_process->info().cache.log_lines) spdlog::info("{}", l);
+    if (engine_core) {
+      spdlog::info("Engine process pid {} serving its front-end", ::getpid());
+      engine::ipc::run_engine_core(*in_process, a.engine_process.engine_core_fd, {a.enable_debug_endpoints});
+      return;
+    }
+    engine_client = std::make_unique<engine::InProcessEngineClient>(std::move(in_process));
+  }
+  engine::EngineClient& eng = *engine_client;
+  phases.mark(multiprocessing ? "engine process" : "cache plan");
 
   server::ServingContext ctx;
   ctx.engine = &eng;
@@ -173,6 +197,7 @@ void run_serve(ServeArgs a) {
   ctx.created_unix = static_cast<int64_t>(std::time(nullptr));
   ctx.exposition.model_name = ctx.limits.served_model_names.front();
   ctx.exposition.created_unix_seconds = static_cast<double>(ctx.created_unix);
+  ctx.exposition.engine_restarts = multiprocessing;
   ctx.exposition.cache_config_info = {
       {"block_size", std::to_string(eng.info().block_size)},
       {"cache_dtype", eng.info().kv_cache_dtype},
@@ -223,7 +248,8 @@ void run_serve(ServeArgs a) {
     spdlog::info("Root path {}: routes answer under it and without it (FastAPI root_path)", transport.root_path);
   // Routes: the same list vLLM prints at start-up.
   spdlog::info("Available routes: /v1/completions, /v1/chat/completions, /v1/models, /tokenize, /detokenize, "
-               "/version, /health, /ping, /metrics{}", a.enable_debug_endpoints ? ", /debug/stall, /debug/corrupt-gdn" : "");
+               "/version, /health, /ping, /metrics{}",
+               a.enable_debug_endpoints ? ", /debug/stall, /debug/corrupt-gdn, /debug/segfault, /debug/engine" : "");
 
   // vLLM's periodic stats line (VLLM_LOG_STATS_INTERVAL seconds, default 10).
   std::mutex stop_mu;
@@ -241,6 +267,12 @@ void run_serve(ServeArgs a) {
       while (!stop_cv.wait_for(lock, std::chrono::duration<double>(interval), [&] { return stopping; })) {
         const engine::EngineStats cur = eng.stats();
         const auto now = std::chrono::steady_clock::now();
+        if (cur.engine_restarts != prev.engine_restarts) {
+          // A restarted engine process counts from zero again: no line across the restart.
+          prev = cur;
+          t_prev = now;
+          continue;
+        }
         const auto line = logger.log(prev, cur, std::chrono::duration<double>(now - t_prev).count());
         if (line.idle) spdlog::debug("{}", line.text);
         else spdlog::info("{}", line.text);
@@ -325,6 +357,7 @@ void register_serve(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "(GPU only: refused on CPU)");
   add_transport_flags(*cmd, a->transport);
+  add_engine_process_flags(*cmd, a->engine_process);
   add_media_flags(*cmd, a->media);
   add_engine_flags(*cmd, a->engine);
   add_gpu_flags(*cmd, a->gpu);

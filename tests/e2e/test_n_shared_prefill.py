@@ -57,9 +57,14 @@ def test_n4_streamed_chat_choices_equal_single_requests(client):
         assert texts[i] == single, i
 
 
-def test_identical_concurrent_prompts_from_separate_requests_are_prefilled_once(client, server):
+def test_identical_concurrent_prompts_from_separate_requests_are_prefilled_once(make_server):
     # The engine is held while four clients send one prompt with their own seeds, so all four are
-    # queued before its next step: the first computes the prompt, the other three fork from it.
+    # queued before its next step: the first computes the prompt, the other three fork from it. Its
+    # own server, whose stall timeout is far above the hold (past it, the engine process counts as
+    # wedged and is restarted).
+    import openai
+    server = make_server("--enable-debug-endpoints", "--health-stall-timeout", "60")
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused")
     prompt = f"{uuid.uuid4().hex} and {uuid.uuid4().hex} walk into a bar; the story goes on:"
     kwargs = dict(model=MODEL, prompt=prompt, max_tokens=8, temperature=1.0, logprobs=1)
     before = prompt_tokens_by_source(server)

@@ -91,9 +91,13 @@ def test_stalled_engine_turns_health_to_503_and_back(server):
         status = 200
         while time.time() < deadline and status == 200:
             time.sleep(0.2)
-            status = requests.get(server.url + "/health", timeout=10).status_code
+            health = requests.get(server.url + "/health", timeout=10)
+            status = health.status_code
         assert status == 503
-        assert "engine stalled" in requests.get(server.url + "/health", timeout=10).json()["error"]["message"]
+        # Wedged past --health-stall-timeout; then the engine process is killed and restarted (the
+        # stream below still completes: test_engine_restart.py).
+        message = health.json()["error"]["message"]
+        assert "engine stalled" in message or "engine process is restarting" in message, message
     finally:
         requests.post(server.url + "/debug/stall?on=0", timeout=10)
     t.join(60)

@@ -1,7 +1,8 @@
 // Non-causal attention over whole segments (the vision tower's per-image attention), CPU.
-// Work items are (segment, head, block of query rows). K and V of a (segment, head) are converted to
-// fp32 once per call into shared buffers; each query's scores are canonical dots in key order and its
-// output the canonical P.V sum in key order, so a row's result depends on nothing but its segment.
+// Work items are (segment, head, block of query rows). K (transposed) and V are converted to fp32 once
+// per call into shared buffers; each score is a sum over the head dim in order (scores_block) and each
+// output the canonical P.V sum in key order, so a row's result depends on nothing but its segment and
+// is the same on every tier.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -18,6 +19,39 @@ namespace {
 constexpr int64_t kQueriesPerItem = 32;
 constexpr int64_t kKeysPerBlock = 64;  // keys whose K (or V) rows stay in L1 while the item's queries use them
 
+// Scores of Q queries (q [Q, D]) against n keys of a transposed K (kt[d * ldk + j]): s[r * lds + j] =
+// sum over d in order of q[r, d] * k[j, d] (separate multiply and add, fp32). Every j is its own
+// chain, so the loop over j vectorizes without reordering a sum: the same bits on every tier.
+inline void scores_block(const float* q, int64_t Q, int64_t D, const float* kt, int64_t ldk, int64_t n, float* s,
+                         int64_t lds) {
+  for (int64_t r = 0; r < Q; ++r) {
+    float* sr = s + r * lds;
+    for (int64_t j = 0; j < n; ++j) sr[j] = 0.0f;
+    for (int64_t d = 0; d < D; ++d) {
+      const float qv = q[r * D + d];
+      const float* kr = kt + d * ldk;
+      for (int64_t j = 0; j < n; ++j) sr[j] = sr[j] + qv * kr[j];
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void scores_block_avx512(
+    const float* q, int64_t Q, int64_t D, const float* kt, int64_t ldk, int64_t n, float* s, int64_t lds) {
+  scores_block(q, Q, D, kt, ldk, n, s, lds);
+}
+
+__attribute__((target("avx2"))) void scores_block_avx2(const float* q, int64_t Q, int64_t D, const float* kt,
+                                                        int64_t ldk, int64_t n, float* s, int64_t lds) {
+  scores_block(q, Q, D, kt, ldk, n, s, lds);
+}
+
+using ScoresFn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t);
+ScoresFn scores_for(cpu::Isa isa) {
+  if (isa >= cpu::Isa::kAvx512) return scores_block_avx512;
+  if (isa >= cpu::Isa::kAvx2) return scores_block_avx2;
+  return scores_block;
+}
+
 }  // namespace
 
 void dense_attention(std::span<const DenseSegment> segments, const uint16_t* q, int64_t ldq, const uint16_t* k,
@@ -27,12 +61,13 @@ void dense_attention(std::span<const DenseSegment> segments, const uint16_t* q, 
     if (s.row0 < 0 || s.rows < 0 || s.row0 + s.rows > T)
       throw std::out_of_range("dense_attention: segment outside the rows");
   const cpu::KernelTable& kt = cpu::kernel_table(isa);
-  // fp32 K and V, head-major: kf[(h * T + t) * D + d].
+  const ScoresFn scores_fn = scores_for(isa);
+  // fp32 V head-major (vf[(h * T + t) * D + d]) and K transposed per head (kf[(h * D + d) * T + t]).
   std::vector<float> kf(static_cast<size_t>(H * T * D)), vf(static_cast<size_t>(H * T * D));
   cpu::parallel_for(T, 16, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
       for (int64_t h = 0; h < H; ++h) {
-        bf16_to_f32(k + t * ldk + h * D, kf.data() + (h * T + t) * D, D);
+        for (int64_t d = 0; d < D; ++d) kf[static_cast<size_t>((h * D + d) * T + t)] = bf16_bits_to_f32(k[t * ldk + h * D + d]);
         bf16_to_f32(v + t * ldv + h * D, vf.data() + (h * T + t) * D, D);
       }
   });
@@ -56,11 +91,11 @@ void dense_attention(std::span<const DenseSegment> segments, const uint16_t* q, 
       acc.assign(static_cast<size_t>(Q * D), 0.0f);
       sums.resize(static_cast<size_t>(Q));
       for (int64_t r = 0; r < Q; ++r) bf16_to_f32(q + (item.t0 + r) * ldq + item.h * D, qbuf.data() + r * D, D);
-      const float* K = kf.data() + (item.h * T + item.row0) * D;
+      const float* Kt = kf.data() + item.h * D * T + item.row0;  // [D, T] rows, from the segment's first key
       const float* V = vf.data() + (item.h * T + item.row0) * D;
       for (int64_t j0 = 0; j0 < L; j0 += kKeysPerBlock) {
         const int64_t n = std::min(kKeysPerBlock, L - j0);
-        for (int64_t r = 0; r < Q; ++r) kt.dots(qbuf.data() + r * D, K + j0 * D, D, n, D, scores.data() + r * L + j0);
+        scores_fn(qbuf.data(), Q, D, Kt + j0, T, n, scores.data() + j0, L);
       }
       for (int64_t r = 0; r < Q; ++r) {
         float* sc = scores.data() + r * L;

@@ -137,6 +137,10 @@ std::string render_engine_metrics(const engine::EngineStats& stats, const Exposi
     const Labels labels(info.begin(), info.end());
     w.gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", {{labels, 1.0}});
   }
+  if (config.engine_restarts) {
+    w.counter("fp4serve:engine_restarts", "Times the engine process died or wedged and was restarted.",
+              one(static_cast<double>(stats.engine_restarts)));
+  }
   return w.text();
 }
 

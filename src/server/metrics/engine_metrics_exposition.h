@@ -21,6 +21,8 @@ struct ExpositionConfig {
   // Unix time stamped on the *_created series (server start); negative leaves them out.
   double created_unix_seconds = -1.0;
   bool include_process_metrics = true;
+  // fp4serve:engine_restarts_total (the engine runs in a supervised child process: restarts of it).
+  bool engine_restarts = false;
 };
 
 std::string render_engine_metrics(const engine::EngineStats& stats, const ExpositionConfig& config);

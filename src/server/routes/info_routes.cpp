@@ -17,6 +17,14 @@ using openai::ApiException;
 // 200 when ready; 503 when work is waiting or running and no token came out for the stall timeout
 // (the seeds' silent wedge that vLLM's /health misses).
 void handle_health(const ServingContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
+  if (!ctx.engine->available()) {
+    openai::ApiError err;
+    err.status = 503;
+    err.type = "ServiceUnavailableError";
+    err.message = "the engine process is restarting";
+    respond_error(ex, err);
+    return;
+  }
   const engine::EngineStats s = ctx.engine->stats();
   const auto stalled_for = std::chrono::steady_clock::now() - s.last_progress;
   if (s.has_work && stalled_for > ctx.options.health_stall_timeout) {
@@ -111,6 +119,22 @@ void register_info_routes(http::Router& router, const ServingContext& ctx) {
     });
     router.post("/debug/corrupt-gdn", [&ctx, on](std::shared_ptr<http::Exchange> ex) {
       ctx.engine->set_corrupt_gdn_state(on(ex->request()));
+      respond_json(ex, 200, "{}");
+    });
+    // The engine process: its pid (tests SIGKILL it) and a crash on demand (SIGSEGV).
+    router.get("/debug/engine", [&ctx](std::shared_ptr<http::Exchange> ex) {
+      respond_json(ex, 200, fmt::format("{{\"pid\": {}, \"available\": {}}}", ctx.engine->engine_pid(),
+                                        ctx.engine->available() ? "true" : "false"));
+    });
+    router.post("/debug/segfault", [&ctx](std::shared_ptr<http::Exchange> ex) {
+      if (const auto why = ctx.engine->debug_segfault()) {
+        openai::ApiError err;
+        err.status = 400;
+        err.type = "BadRequestError";
+        err.message = *why;
+        respond_error(ex, err);
+        return;
+      }
       respond_json(ex, 200, "{}");
     });
   }

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/engine.h"
+#include "engine/engine_client.h"
 #include "server/metrics/engine_metrics_exposition.h"
 #include "server/openai/chat_request.h"
 #include "server/openai/request_common.h"
@@ -38,7 +38,7 @@ struct ServingOptions {
 };
 
 struct ServingContext {
-  engine::Engine* engine = nullptr;
+  engine::EngineClient* engine = nullptr;
   std::shared_ptr<const tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<ChatTemplate> chat_template;  // null: chat requests are refused (no template)
   nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object();  // bos/eos/pad... for the template
