@@ -1,9 +1,12 @@
 """The trained canary model (tests/data/models/canary, made by tools/reference/make_canary_model.py) served
 by fp4serve in BF16 and in NVFP4 (ModelOpt): `fp4serve canary` passes on both, and fails once the
-fault-injection switch zeroes the GDN state between steps -- the proof that the canary catches garbage.
+fault-injection switch zeroes the GDN state between steps -- the proof that the canary catches garbage --
+or when the vision tower is dead (its image checks: the colour of a solid-colour image).
 The model directory is assembled the way a download looks: the unpacked checkpoint plus the real
 tokenizer (.cache/tokenizers/qwen3.5, installed by scripts/setup.sh) and the Qwen3.6 chat template."""
 import json
+import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -13,6 +16,8 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 CANARY_DIR = ROOT / "tests" / "data" / "models" / "canary"
 FORMATS = ("bf16", "nvfp4")
+IMAGE_PAD_ID = 248056
+N_CHECKS = 5  # canary_checks(): three text checks, two image checks
 
 
 def conversations():
@@ -38,14 +43,19 @@ def run_canary(binary, server):
     r = subprocess.run([str(binary), "canary", server.url, "--concurrency", "4"], capture_output=True, text=True,
                        timeout=600)
     verdicts = [l for l in r.stdout.splitlines() if l.startswith(("PASS ", "FAIL "))]
-    assert len(verdicts) == 12, r.stdout + r.stderr
+    assert len(verdicts) == N_CHECKS * 2 * 2, r.stdout + r.stderr  # thinking off/on, alone/in a batch
     return r, verdicts
 
 
 def test_prompts_render_to_the_reference_tokens(canary_server):
     # The model only knows the prompts transformers rendered; fp4serve must render the same ids.
+    # /tokenize takes text parts only (400 for image_url parts), so the image conversations are left to
+    # the chat route's checks: their answers below and the canary's image checks.
     refs = reference_tokens()
+    assert len(refs) == len(conversations())
     for conv, ref in zip(conversations(), refs):
+        if IMAGE_PAD_ID in ref["prompt"]:
+            continue
         body = {"messages": conv["messages"], "add_generation_prompt": True,
                 "chat_template_kwargs": {"enable_thinking": conv["enable_thinking"]}}
         if "tools" in conv:
@@ -118,3 +128,30 @@ def test_canary_fails_when_the_gdn_state_is_corrupted(canary_server, fp4serve_bi
     failed = [v for v in verdicts if v.startswith("FAIL ")]
     assert any(v.startswith("FAIL capital-of-france") for v in failed), r.stdout
     assert any(v.startswith("FAIL 17x23") for v in failed), r.stdout
+
+
+def zero_tensors(shard, names):
+    """Zeroes the named tensors of a safetensors file in place (same dtype and size)."""
+    with open(shard, "r+b") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        for name in names:
+            begin, end = header[name]["data_offsets"]
+            f.seek(8 + n + begin)
+            f.write(bytes(end - begin))
+
+
+def test_canary_image_checks_fail_with_a_dead_vision_tower(make_server, canary_model_dir, fp4serve_binary, tmp_path):
+    # The merger's last projection zeroed: every image's rows are zero, whatever its colour. The text
+    # checks still pass; the image checks cannot (one set of rows can name at most one of two colours).
+    model = tmp_path / "canary-dead-tower"
+    shutil.copytree(canary_model_dir("bf16"), model)
+    names = ["model.visual.merger.linear_fc2.weight", "model.visual.merger.linear_fc2.bias"]
+    index = json.loads((model / "model.safetensors.index.json").read_text())["weight_map"]
+    for shard in {index[n] for n in names}:
+        zero_tensors(model / shard, [n for n in names if index[n] == shard])
+    server = make_server("--model", str(model), "--reasoning-parser", "qwen3")
+    r, verdicts = run_canary(fp4serve_binary, server)
+    assert r.returncode == 1, r.stdout
+    failed = [v for v in verdicts if v.startswith("FAIL ")]
+    assert failed and all(v.startswith("FAIL image-colour-") for v in failed), r.stdout
