@@ -117,7 +117,10 @@ def main():
     from make_canary_model import pack
     with open(os.path.join(args.canary, "tokens.json")) as f:
         convs = json.load(f)["conversations"]
-    examples = [(c["prompt"], c["completion"]) for c in convs]
+    # The text conversations only, as make_canary_model.py trains it (no pixels here for the image ones).
+    from canary_model import CANARY_SPECIAL_IDS
+    examples = [(c["prompt"], c["completion"]) for c in convs
+                if CANARY_SPECIAL_IDS["image_token_id"] not in c["prompt"]]
     with tempfile.TemporaryDirectory() as tmp:
         dirs = []
         for name in ("canary-bf16", "canary-nvfp4"):
