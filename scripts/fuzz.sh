@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Bounded libFuzzer run of every fuzz target (fuzz/CMakeLists.txt), as scripts/test.sh calls it.
-#   scripts/fuzz.sh                        each target for FUZZ_SECONDS (default 15) seconds
+#   scripts/fuzz.sh                        each target for FUZZ_SECONDS (default 10) seconds
 #   FUZZ_SECONDS=300 scripts/fuzz.sh
 #   FUZZ_TARGETS="tokenizer_fuzz jinja_template_fuzz" scripts/fuzz.sh
-# The default keeps all targets together near 1.75 minutes of fuzzing in CI (7 targets x 15 s: every
+# The default keeps all targets together near 1.2 minutes of fuzzing in CI (7 targets x 10 s: every
 # committed seed and past finding is replayed, then mutated); CI's whole budget is 30 minutes on 2
 # cores. Run one target longer by hand as fuzz/README.md shows.
 # Builds with clang in build-fuzz/ (FUZZ_BUILD_DIR), only the fuzz targets. New interesting inputs go
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FUZZ_SECONDS=${FUZZ_SECONDS:-15}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 # target:corpus-folder
 ALL_TARGETS=(safetensors_header_fuzz:safetensors http_request_fuzz:http_request openai_request_fuzz:openai

@@ -22,6 +22,7 @@
 #include "tools/model_source.h"
 #include "tools/doctor_host.h"
 #include "tools/preflight_checks.h"
+#include "tools/engine_process_flags.h"
 #include "tools/serve_media_flags.h"
 #include "tools/serve_transport_flags.h"
 
@@ -34,6 +35,7 @@ struct DoctorArgs {
   ServeSettings settings;
   TransportFlags transport;  // TLS, CORS, --root-path, --uds: checked as serve checks them
   MediaFlags media;          // --limit-mm-per-prompt, --allowed-local-media-path...: likewise
+  EngineProcessFlags engine_process;  // --max-engine-restarts...: taken, nothing to check before start-up
   // serve flags that no rule reads: accepted so that a serve command line works unchanged.
   std::string ignored_text;
   std::vector<std::string> ignored_list;
@@ -293,6 +295,7 @@ void register_doctor(CLI::App& app) {
   add_gpu_flags(*cmd, s.gpu);
   add_transport_flags(*cmd, a->transport);
   add_media_flags(*cmd, a->media);
+  add_engine_process_flags(*cmd, a->engine_process);
   // serve's other flags: accepted, not checked (they cannot make a start fail).
   for (const char* o : {"--host", "--port", "--api-key", "--chat-template", "--default-chat-template-kwargs",
                         "--health-stall-timeout", "--shutdown-timeout", "--max-waiting-requests", "--max-logprobs",

@@ -1,62 +1,27 @@
 """KV cache events as vLLM publishes them (--kv-events-config): a subscriber written against vLLM's
-msgspec schema (the classes of vllm/distributed/kv_events.py, re-declared here field for field)
+msgspec schema (tools/reference/vllm_kv_events.py: the classes of vllm/distributed/kv_events.py, field for field)
 decodes the ZMQ stream of a running server and sees the prefix cache: BlockStored for a prompt's full
 blocks with the prompt's token ids, hashes a router can recompute (docs/vllm-surface.md, "KV
 events"), the GDN snapshot blocks in their own group, BlockRemoved when the small cache evicts, and
 the replay socket returning what the live subscription missed."""
 import json
+import sys
+from pathlib import Path
 import struct
 import subprocess
 import time
-from typing import Any
 
 import msgspec
 import pytest
 import requests
 import zmq
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "reference"))
+from vllm_kv_events import AllBlocksCleared, BlockRemoved, BlockStored, KVEventBatch  # noqa: E402
+
 MODEL = "fp4serve-demo"
 BLOCK = 16
 ROOT_HASH = 0x243F6A8885A308D3
-
-
-# ---- vLLM's schema (vllm/distributed/kv_events.py) ----
-class EventBatch(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
-    ts: float
-    events: list[Any]
-    data_parallel_rank: int | None = None
-
-
-class KVCacheEvent(msgspec.Struct, omit_defaults=True, gc=False, tag=True):
-    """Base class for all KV cache-related events"""
-
-
-class BlockStored(KVCacheEvent):
-    block_hashes: list[int]
-    parent_block_hash: int | None
-    token_ids: list[int]
-    block_size: int
-    lora_id: int | None
-    medium: str | None
-    lora_name: str | None
-    extra_keys: list[tuple[Any, ...] | None] | None = None
-    group_idx: int | None = None
-    kv_cache_spec_kind: str | None = None
-    kv_cache_spec_sliding_window: int | None = None
-
-
-class BlockRemoved(KVCacheEvent):
-    block_hashes: list[int]
-    medium: str | None
-    group_idx: int | None = None
-
-
-class AllBlocksCleared(KVCacheEvent):
-    pass
-
-
-class KVEventBatch(EventBatch):
-    events: list[BlockStored | BlockRemoved | AllBlocksCleared]
 
 
 DECODER = msgspec.msgpack.Decoder(type=KVEventBatch)

@@ -7,6 +7,7 @@
 #include "kernels/activation.h"
 #include "kernels/attention.h"
 #include "kernels/bf16.h"
+#include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/thread_scratch.h"
@@ -160,19 +161,7 @@ void gated_attention(std::span<const AttentionSeq> seqs, int Hq, Isa isa, Attent
       for (int64_t r = 0; r < Q; ++r) {
         float* sc = scores + r * L_max;
         const int64_t L = keys_of(r);
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < L; ++j) {
-          sc[j] = eager ? round_bf16(round_bf16(sc[j]) * scale) : sc[j] * scale;
-          mx = std::max(mx, sc[j]);
-        }
-        float l = 0.0f;
-        for (int64_t j = 0; j < L; ++j) {
-          sc[j] = std::exp(sc[j] - mx);
-          l += sc[j];
-        }
-        const float inv_l = 1.0f / l;
-        if (eager)
-          for (int64_t j = 0; j < L; ++j) sc[j] = round_bf16(sc[j] * inv_l);
+        const float l = attention_softmax_row(sc, L, scale, eager);
         sums[static_cast<size_t>(r)] = l;
       }
       for (int64_t j0 = 0; j0 < L_max; j0 += kKeysPerBlock)

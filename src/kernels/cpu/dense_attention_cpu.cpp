@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/bf16.h"
+#include "kernels/cpu/attention_softmax.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/cpu/vision_cpu.h"
@@ -99,19 +100,8 @@ void dense_attention(std::span<const DenseSegment> segments, const uint16_t* q, 
       }
       for (int64_t r = 0; r < Q; ++r) {
         float* sc = scores.data() + r * L;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < L; ++j) {
-          sc[j] = eager ? round_bf16(round_bf16(sc[j]) * scale) : sc[j] * scale;
-          mx = std::max(mx, sc[j]);
-        }
-        float l = 0.0f;
-        for (int64_t j = 0; j < L; ++j) {
-          sc[j] = std::exp(sc[j] - mx);
-          l += sc[j];
-        }
-        const float inv_l = 1.0f / l;
         // kFp32 keeps 1/l for the end; eager rounds the probabilities to bf16 (HF's .to(query.dtype)).
-        for (int64_t j = 0; j < L; ++j) sc[j] = eager ? round_bf16(sc[j] * inv_l) : sc[j];
+        const float l = attention_softmax_row(sc, L, scale, eager);
         sums[static_cast<size_t>(r)] = l;
       }
       for (int64_t j0 = 0; j0 < L; j0 += kKeysPerBlock) {
