@@ -9,9 +9,9 @@ namespace fp4serve::tools {
 
 std::vector<CanaryCheck> canary_checks() {
   return {
-      {"capital-of-france", "What is the capital of France?", "Paris"},
-      {"17x23", "What is 17 x 23?", "391"},
-      {"special-tokens", "Say hello in one short sentence.", ""},
+      {"capital-of-france", "What is the capital of France?", "Paris", ""},
+      {"17x23", "What is 17 x 23?", "391", ""},
+      {"special-tokens", "Say hello in one short sentence.", "", ""},
       {"image-colour-red", "What colour is this image?", "red",
        vision::png_data_url(vision::solid_image(32, 32, 255, 0, 0))},
       {"image-colour-blue", "What colour is this image?", "blue",

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -45,8 +46,16 @@ fs::path find_tokenizer_dir() {
       "give a MODEL");
 }
 
+// What synth writes for the demo model changes between versions (the vision tower came in layout 2):
+// a cached demo model of another layout is made again, so an upgrade never serves a stale one.
+constexpr const char* kLayoutFile = ".fp4serve-demo-layout";
+constexpr const char* kLayout = "2";
+
 bool complete(const fs::path& dir) {
-  return fs::exists(dir / "model.safetensors") && fs::exists(dir / "tokenizer.json");
+  if (!fs::exists(dir / "model.safetensors") || !fs::exists(dir / "tokenizer.json")) return false;
+  std::ifstream in(dir / kLayoutFile);
+  std::string layout;
+  return static_cast<bool>(in >> layout) && layout == kLayout;
 }
 
 }  // namespace
@@ -68,6 +77,7 @@ std::string ensure_demo_model() {
   options.progress = ByteProgress::Mode::kOff;
   synth::synthesize(options);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(tok / f, tmp / f);
+  std::ofstream(tmp / kLayoutFile) << kLayout << "\n";
   if (!complete(dir)) fs::remove_all(dir);  // a half-made one from an older layout or a crash
   std::error_code ec;
   fs::rename(tmp, dir, ec);  // atomic: a half-made demo model is never picked up
