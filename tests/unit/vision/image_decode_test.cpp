@@ -15,12 +15,8 @@ namespace {
 using testing::read_bytes;
 using testing::read_npy;
 
-const std::string kDir = std::string(FP4SERVE_TEST_DATA_DIR) + "/vision/";
-
-nlohmann::json manifest() {
-  const auto bytes = read_bytes(kDir + "manifest.json");
-  return nlohmann::json::parse(bytes.begin(), bytes.end());
-}
+using testing::kDir;
+using testing::manifest;
 
 std::string error_of(const std::vector<std::uint8_t>& bytes, const DecodeLimits& limits = {},
                      std::string_view mime = {}) {

@@ -19,12 +19,8 @@ namespace {
 using testing::read_bytes;
 using testing::read_npy;
 
-const std::string kDir = std::string(FP4SERVE_TEST_DATA_DIR) + "/vision/";
-
-nlohmann::json manifest() {
-  const auto bytes = read_bytes(kDir + "manifest.json");
-  return nlohmann::json::parse(bytes.begin(), bytes.end());
-}
+using testing::kDir;
+using testing::manifest;
 
 RgbImage load_rgb(const std::string& npy) {
   const auto a = read_npy(kDir + npy);

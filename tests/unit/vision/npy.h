@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace fp4serve::vision::testing {
 
 struct Npy {
@@ -46,6 +48,14 @@ inline Npy read_npy(const std::string& path) {
   }
   out.data.assign(bytes.begin() + 10 + header_len, bytes.end());
   return out;
+}
+
+// tests/data/vision/ (made by tools/reference/make_image_goldens.py) and its manifest.json.
+inline const std::string kDir = std::string(FP4SERVE_TEST_DATA_DIR) + "/vision/";
+
+inline nlohmann::json manifest() {
+  const auto bytes = read_bytes(kDir + "manifest.json");
+  return nlohmann::json::parse(bytes.begin(), bytes.end());
 }
 
 }  // namespace fp4serve::vision::testing
