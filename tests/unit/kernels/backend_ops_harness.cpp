@@ -9,6 +9,9 @@
 #include <stdexcept>
 
 #include "kernels/cpu/cpu_backend.h"
+#if defined(FP4SERVE_HAVE_CUDA)
+#include "kernels/cuda/cuda_backend.h"
+#endif
 #include "kernels/cpu/cpu_features.h"
 #include "tensor/float_formats.h"
 
@@ -31,13 +34,19 @@ BackendSpec cpu_column(Isa isa) {
 // ---- registration point: device backends ------------------------------------------------------
 // One entry per device backend: its name, a factory that returns nullptr when no device is present
 // (the column is then reported as skipped), and what it must reproduce bit for bit (a GPU: data
-// movement only; everything else is held to the per-op NMSE thresholds). When the CUDA backend
-// lands, its entry is one line here, e.g.
-//   {"cuda", [] { return cuda::make_cuda_backend_if_present(); }, [](OpClass c) { return c == OpClass::kMove; }},
+// movement only; everything else is held to the per-op NMSE thresholds). FP4SERVE_REQUIRE_CUDA=1 (the
+// "gpu"-labelled run, scripts/gpu-check.sh) turns a missing device into a failure instead of a skip.
 std::vector<BackendSpec> device_backends() {
   return {
 #if defined(FP4SERVE_HAVE_CUDA)
-    // (the CUDA backend's entry goes here)
+      {"cuda",
+       [] {
+         auto b = cuda::make_cuda_backend_if_present();
+         if (!b && env_flag("FP4SERVE_REQUIRE_CUDA"))
+           throw std::runtime_error("FP4SERVE_REQUIRE_CUDA=1 but no CUDA device is usable");
+         return b;
+       },
+       [](OpClass c) { return c == OpClass::kMove; }},
 #endif
   };
 }

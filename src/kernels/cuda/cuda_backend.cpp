@@ -1,0 +1,297 @@
+#include "kernels/cuda/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <stdexcept>
+
+#include "kernels/cuda/attention_cuda.h"
+#include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/elementwise_cuda.h"
+#include "kernels/cuda/gdn_cuda.h"
+#include "kernels/cuda/linear_cuda.h"
+#include "kernels/cuda/moe_cuda.h"
+#include "kernels/cuda/norm_cuda.h"
+#include "kernels/cuda/rope_cuda.h"
+#include "kernels/cuda/sampling_cuda.h"
+
+namespace fp4serve::kernels::cuda {
+namespace {
+
+// Every view an op reads or writes must be device memory of this backend: a host view handed to a
+// kernel would fault far from the mistake.
+void expect_cuda(std::initializer_list<const TensorView*> views, const char* op) {
+  for (const TensorView* v : views)
+    if (v->data != nullptr && v->device != Device::kCuda)
+      throw std::invalid_argument(std::string("CudaBackend::") + op + ": a " + describe_view(*v) +
+                                  " view in host memory (allocate, upload or prepare it on the CUDA backend)");
+}
+
+bool is_pinned_host(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeHost;
+}
+
+// Rows and row pitch of a view that is contiguous or a 2-D matrix with strided rows.
+struct Rows2d {
+  std::size_t rows = 1, width = 0, pitch = 0;
+};
+Rows2d rows_2d(const TensorView& v, const char* op) {
+  const std::size_t es = v.element_size();
+  if (v.is_contiguous()) return {1, v.bytes(), v.bytes()};
+  if (v.rank == 2 && v.stride[1] == 1)
+    return {static_cast<std::size_t>(v.shape[0]), static_cast<std::size_t>(v.shape[1]) * es,
+            static_cast<std::size_t>(v.stride[0]) * es};
+  throw std::invalid_argument(std::string("CudaBackend::") + op + ": a view that is neither contiguous nor 2-D with strided rows");
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int ordinal) : ctx_(std::make_unique<CudaContext>(query_device(ordinal))) {}
+
+CudaBackend::~CudaBackend() = default;
+
+template <class F>
+void CudaBackend::run_op(const char* name, F&& body) {
+  ctx_->scratch.reset();
+  ctx_->last_op = name;
+  body();
+  if (ctx_->sync_each_op) check(cudaStreamSynchronize(ctx_->stream), name, "FP4SERVE_CUDA_SYNC");
+}
+
+std::string CudaBackend::describe() const { return "cuda " + ctx_->info.describe(); }
+
+void CudaBackend::reserve(const StepLimits& l, const ModelShape& m) {
+  // The largest temporaries of one op within the limits: the MoE's sorted rows (bf16 x, f32 gate/up
+  // and down sums, bf16 h) and attention's split-KV partials; anything else fits in the margin, and
+  // an op that needs more grows the arena once (logged).
+  const std::size_t T = static_cast<std::size_t>(std::max<int64_t>(1, l.max_tokens));
+  const std::size_t R = T * static_cast<std::size_t>(std::max<int64_t>(1, m.top_k));
+  const std::size_t H = static_cast<std::size_t>(m.hidden), I = static_cast<std::size_t>(m.moe_intermediate);
+  const std::size_t moe = R * (H * 2 + 2 * I * 4 + I * 2 + H * 4) + T * H * 8 + (static_cast<std::size_t>(m.experts) + 1) * 64;
+  const std::size_t heads = static_cast<std::size_t>(std::max<int64_t>(1, m.num_q_heads));
+  const std::size_t attn = static_cast<std::size_t>(std::max<int64_t>(1, l.max_seqs)) * heads * 64 *
+                           (static_cast<std::size_t>(m.head_dim) + 2) * 4;
+  ctx_->scratch.reserve(std::max(moe, attn) + (std::size_t{64} << 20));
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+
+DeviceBuffer CudaBackend::allocate(std::size_t bytes, std::string_view what) {
+  if (bytes == 0) return DeviceBuffer({}, 0, Device::kCuda);
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes), "allocate", std::string(what) + ": " + std::to_string(bytes) + " bytes",
+        fmt::format("{} bytes of buffers so far", buffer_bytes_));
+  std::shared_ptr<void> mem(p, [](void* q) { cudaFree(q); });
+  check(cudaMemsetAsync(p, 0, bytes, ctx_->stream), "allocate", std::string(what));
+  check(cudaStreamSynchronize(ctx_->stream), "allocate", std::string(what));
+  buffer_bytes_ += bytes;
+  return DeviceBuffer(std::move(mem), bytes, Device::kCuda);
+}
+
+void CudaBackend::upload(const TensorView& dst, const void* host) {
+  expect_cuda({&dst}, "upload");
+  if (!dst.is_contiguous()) throw std::invalid_argument("CudaBackend::upload: destination is not contiguous");
+  // From pageable memory the copy returns once the bytes are staged, so the caller may reuse `host`;
+  // pinned memory is read later by the DMA, so then wait.
+  check(cudaMemcpyAsync(dst.data, host, dst.bytes(), cudaMemcpyHostToDevice, ctx_->stream), "upload", dst);
+  if (is_pinned_host(host)) check(cudaStreamSynchronize(ctx_->stream), "upload", dst);
+}
+
+void CudaBackend::download(void* host, const TensorView& src) {
+  expect_cuda({&src}, "download");
+  if (!src.is_contiguous()) throw std::invalid_argument("CudaBackend::download: source is not contiguous");
+  check(cudaMemcpyAsync(host, src.data, src.bytes(), cudaMemcpyDeviceToHost, ctx_->stream), "download", src);
+  check(cudaStreamSynchronize(ctx_->stream), "download (or an op before it: " + ctx_->last_op + ")", src);
+}
+
+void CudaBackend::copy(const TensorView& dst, const TensorView& src) {
+  expect_cuda({&dst, &src}, "copy");
+  if (dst.dtype != src.dtype || dst.numel() != src.numel())
+    throw std::invalid_argument("CudaBackend::copy: views differ in type or size");
+  run_op("copy", [&] {
+    const Rows2d d = rows_2d(dst, "copy"), s = rows_2d(src, "copy");
+    if (d.rows == 1 && s.rows == 1) {
+      check(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream), "copy", dst, src);
+      return;
+    }
+    if (d.rows != s.rows && d.rows != 1 && s.rows != 1)
+      throw std::invalid_argument("CudaBackend::copy: strided views of different row counts");
+    const std::size_t rows = std::max(d.rows, s.rows);
+    const std::size_t width = (d.rows == 1 ? s.width : d.width);
+    check(cudaMemcpy2DAsync(dst.data, d.rows == 1 ? width : d.pitch, src.data, s.rows == 1 ? width : s.pitch, width, rows,
+                            cudaMemcpyDeviceToDevice, ctx_->stream),
+          "copy", dst, src);
+  });
+}
+
+void CudaBackend::zero(const TensorView& dst) {
+  expect_cuda({&dst}, "zero");
+  run_op("zero", [&] {
+    const Rows2d d = rows_2d(dst, "zero");
+    if (d.rows == 1)
+      check(cudaMemsetAsync(dst.data, 0, dst.bytes(), ctx_->stream), "zero", dst);
+    else
+      check(cudaMemset2DAsync(dst.data, d.pitch, 0, d.width, d.rows, ctx_->stream), "zero", dst);
+  });
+}
+
+void CudaBackend::synchronize() {
+  check(cudaStreamSynchronize(ctx_->stream), "synchronize (fault in or before op " + ctx_->last_op + ")");
+  ctx_->scratch.release_retired();
+}
+
+// ---- weights -----------------------------------------------------------------------------------
+
+LinearHandle CudaBackend::prepare_linear(const WeightView& w, const ReleaseSource& release) {
+  LinearHandle h = cuda::prepare_linear(*ctx_, w);
+  ++linears_;
+  // The device holds its own copy: the checkpoint's pages may go.
+  if (release)
+    for (auto bytes : weight_source_bytes(w)) release(bytes);
+  return h;
+}
+
+MoeHandle CudaBackend::prepare_moe(const MoeWeights& moe, const ReleaseSource& release) {
+  MoeHandle h = cuda::prepare_moe(*ctx_, moe);
+  ++moes_;
+  if (release) {
+    auto drop = [&](const WeightView& w) {
+      for (auto bytes : weight_source_bytes(w)) release(bytes);
+    };
+    drop(moe.router);
+    for (const ExpertWeights& e : moe.experts) {
+      drop(e.gate);
+      drop(e.up);
+      drop(e.down);
+    }
+    if (moe.has_shared) {
+      drop(moe.shared.gate);
+      drop(moe.shared.up);
+      drop(moe.shared.down);
+      drop(moe.shared_gate);
+    }
+  }
+  return h;
+}
+
+TensorView CudaBackend::prepare_tensor(const TensorView& host) {
+  if (!host.is_contiguous()) throw std::invalid_argument("CudaBackend::prepare_tensor: host view is not contiguous");
+  TensorView d = host;
+  d.device = Device::kCuda;
+  d.data = ctx_->weights.allocate(host.bytes(), "tensor");
+  check(cudaMemcpy(d.data, host.data, host.bytes(), cudaMemcpyHostToDevice), "prepare_tensor", host);
+  ++tensors_;
+  return d;
+}
+
+std::string CudaBackend::weights_summary() const {
+  return fmt::format("{} linears, {} MoE blocks, {} tensors on {} ({:.2f} GiB of weights)", linears_, moes_, tensors_,
+                     ctx_->info.name, static_cast<double>(ctx_->weights.used()) / (1u << 30));
+}
+
+// ---- ops ---------------------------------------------------------------------------------------
+
+void CudaBackend::embedding(const TensorView& table, const TensorView& ids, const TensorView& out) {
+  expect_cuda({&table, &ids, &out}, "embedding");
+  run_op("embedding", [&] { cuda::embedding(*ctx_, table, ids, out); });
+}
+void CudaBackend::rmsnorm(const TensorView& x, const TensorView& w, float eps, NormKind kind, const TensorView& out) {
+  expect_cuda({&x, &w, &out}, "rmsnorm");
+  run_op("rmsnorm", [&] { cuda::rmsnorm(*ctx_, x, w, eps, kind, out); });
+}
+void CudaBackend::rmsnorm_gated(const TensorView& x, const TensorView& z, const TensorView& w, float eps,
+                                const TensorView& out) {
+  expect_cuda({&x, &z, &w, &out}, "rmsnorm_gated");
+  run_op("rmsnorm_gated", [&] { cuda::rmsnorm_gated(*ctx_, x, z, w, eps, out); });
+}
+void CudaBackend::linears(const TensorView& x, std::span<const LinearOut> outs) {
+  expect_cuda({&x}, "linears");
+  for (const LinearOut& o : outs) expect_cuda({&o.out}, "linears");
+  run_op("linears", [&] { cuda::linears(*ctx_, x, outs); });
+}
+void CudaBackend::to_bf16(const TensorView& x, const TensorView& out) {
+  expect_cuda({&x, &out}, "to_bf16");
+  run_op("to_bf16", [&] { cuda::to_bf16(*ctx_, x, out); });
+}
+void CudaBackend::round_bf16(const TensorView& x) {
+  expect_cuda({&x}, "round_bf16");
+  run_op("round_bf16", [&] { cuda::round_bf16(*ctx_, x); });
+}
+void CudaBackend::residual_add(const TensorView& x, const TensorView& y) {
+  expect_cuda({&x, &y}, "residual_add");
+  run_op("residual_add", [&] { cuda::residual_add(*ctx_, x, y); });
+}
+void CudaBackend::rope(const TensorView& x, const TensorView& positions, const RopeConfig& cfg) {
+  expect_cuda({&x, &positions}, "rope");
+  run_op("rope", [&] { cuda::rope(*ctx_, x, positions, cfg); });
+}
+void CudaBackend::kv_write(std::span<const AttentionSeqDesc> seqs, const TensorView& k, const TensorView& v) {
+  expect_cuda({&k, &v}, "kv_write");
+  run_op("kv_write", [&] { cuda::kv_write(*ctx_, seqs, k, v); });
+}
+void CudaBackend::attention(std::span<const AttentionSeqDesc> seqs, const TensorView& q, const TensorView& gate,
+                            const TensorView& out, AttentionMath math) {
+  expect_cuda({&q, &gate, &out}, "attention");
+  run_op("attention", [&] { cuda::attention(*ctx_, seqs, q, gate, out, math); });
+}
+void CudaBackend::gdn_gating(const TensorView& a, const TensorView& b, const TensorView& A_log,
+                             const TensorView& dt_bias, const TensorView& g, const TensorView& beta) {
+  expect_cuda({&a, &b, &A_log, &dt_bias, &g, &beta}, "gdn_gating");
+  run_op("gdn_gating", [&] { cuda::gdn_gating(*ctx_, a, b, A_log, dt_bias, g, beta); });
+}
+void CudaBackend::gdn_sequence(const GdnDims& dims, const TensorView& conv_weight, const GdnSeqDesc& seq,
+                               const TensorView& x, const TensorView& g, const TensorView& beta,
+                               const TensorView& qkv_out, const TensorView& core_out) {
+  expect_cuda({&conv_weight, &x, &g, &beta, &qkv_out, &core_out}, "gdn_sequence");
+  run_op("gdn_sequence", [&] { cuda::gdn_sequence(*ctx_, dims, conv_weight, seq, x, g, beta, qkv_out, core_out); });
+}
+void CudaBackend::moe(const TensorView& x, const MoeHandle& moe, const TensorView& out) {
+  expect_cuda({&x, &out}, "moe");
+  run_op("moe", [&] { cuda::moe(*ctx_, x, moe, out); });
+}
+void CudaBackend::state_copy(std::span<const GdnStateRef> dst, std::span<const GdnStateRef> src, const GdnDims& dims) {
+  run_op("state_copy", [&] { cuda::state_copy(*ctx_, dst, src, dims); });
+}
+void CudaBackend::state_zero(std::span<const GdnStateRef> dst, const GdnDims& dims) {
+  run_op("state_zero", [&] { cuda::state_zero(*ctx_, dst, dims); });
+}
+void CudaBackend::gather_rows(const TensorView& x, std::span<const int64_t> rows, const TensorView& out) {
+  expect_cuda({&x, &out}, "gather_rows");
+  run_op("gather_rows", [&] { cuda::gather_rows(*ctx_, x, rows, out); });
+}
+void CudaBackend::layernorm(const TensorView& x, const TensorView& w, const TensorView& b, float eps,
+                            const TensorView& out) {
+  expect_cuda({&x, &w, &b, &out}, "layernorm");
+  run_op("layernorm", [&] { cuda::layernorm(*ctx_, x, w, b, eps, out); });
+}
+void CudaBackend::bias_activation(const TensorView& x, const TensorView& bias, Activation act, const TensorView& out) {
+  expect_cuda({&x, &bias, &out}, "bias_activation");
+  run_op("bias_activation", [&] { cuda::bias_activation(*ctx_, x, bias, act, out); });
+}
+void CudaBackend::rope_table(const TensorView& x, const TensorView& cos, const TensorView& sin) {
+  expect_cuda({&x, &cos, &sin}, "rope_table");
+  run_op("rope_table", [&] { cuda::rope_table(*ctx_, x, cos, sin); });
+}
+void CudaBackend::dense_attention(std::span<const DenseSegment> segments, const TensorView& q, const TensorView& k,
+                                  const TensorView& v, const TensorView& out, AttentionMath math) {
+  expect_cuda({&q, &k, &v, &out}, "dense_attention");
+  run_op("dense_attention", [&] { cuda::dense_attention(*ctx_, segments, q, k, v, out, math); });
+}
+void CudaBackend::sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
+                         std::span<SampleResult> out) {
+  expect_cuda({&logits}, "sample");
+  run_op("sample", [&] { cuda::sample(*ctx_, logits, rows, config, out); });
+}
+
+std::unique_ptr<Backend> make_cuda_backend_if_present(int ordinal) {
+  if (device_count() <= ordinal) return nullptr;
+  return std::make_unique<CudaBackend>(ordinal);
+}
+
+}  // namespace fp4serve::kernels::cuda

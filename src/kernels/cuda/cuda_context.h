@@ -1,0 +1,59 @@
+// What every CUDA op receives: the device, its one stream, and the memory of each purpose
+// (device_arena.h). Ops enqueue work on `stream` and return without synchronizing; the backend's
+// synchronize(), download() and the ops that must read results back (sample) wait.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "kernels/cuda/device_arena.h"
+#include "kernels/cuda/device_info.h"
+
+namespace fp4serve::kernels::cuda {
+
+// cudaSetDevice(ordinal); returns it (throws CudaError).
+int select_device(int ordinal);
+
+struct CudaContext {
+  explicit CudaContext(const DeviceInfo& device);
+  ~CudaContext();
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  DeviceInfo info;
+  int selected = select_device(info.ordinal);  // before the arenas: their memory is on this device
+  cudaStream_t stream = nullptr;
+  DeviceArena weights{"weights", std::size_t{256} << 20};
+  ScratchArena scratch;
+  StagingRing staging;
+  std::string last_op;       // for errors reported by a later synchronize
+  bool sync_each_op = false;  // FP4SERVE_CUDA_SYNC=1
+
+  // Host-side objects a handle points to (LinearHandle::impl, MoeHandle::impl): kept for the
+  // backend's lifetime at a stable address.
+  template <class T>
+  T* keep(T value) {
+    auto p = std::make_shared<T>(std::move(value));
+    T* raw = p.get();
+    owned_.push_back(std::move(p));
+    return raw;
+  }
+
+  // A host span on the device for the kernels of the current op (staging ring; large spans go
+  // through scratch).
+  template <class T>
+  const T* upload(std::span<const T> host, std::string_view what) {
+    if (host.empty()) return nullptr;
+    void* fallback = host.size_bytes() > staging.half_bytes() ? scratch.take(host.size_bytes(), what) : nullptr;
+    return static_cast<const T*>(staging.upload(host.data(), host.size_bytes(), stream, fallback));
+  }
+
+ private:
+  std::deque<std::shared_ptr<void>> owned_;
+};
+
+}  // namespace fp4serve::kernels::cuda
