@@ -2,6 +2,7 @@
 // CPU twin's, the per-sequence descriptors and block tables uploaded, the plan's launches) and the
 // kv_write kernel. attention_kernels.cuh holds the attention kernels, attention_plan.h the plan.
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -100,6 +101,13 @@ void expect_token_rows(const TensorView& v, int64_t T, int64_t H, int64_t D, con
 void expect_rows_2d(const TensorView& v, int64_t T, int64_t N, const char* what) {
   expect_view(v, DType::kBF16, {T, N}, what);
   if (v.stride[0] < N) throw std::invalid_argument(std::string(what) + ": overlapping rows");
+}
+
+// Whether K/V rows can be read 4 elements at a time (attention_kernels.cuh's load_tile).
+int32_t vec4_ok(const SeqArgs& a, int64_t D) {
+  const std::uintptr_t align = a.fp8 ? 4 : 8;
+  return D % 4 == 0 && a.ldk % 4 == 0 && a.ldv % 4 == 0 && reinterpret_cast<std::uintptr_t>(a.k) % align == 0 &&
+         reinterpret_cast<std::uintptr_t>(a.v) % align == 0;
 }
 
 // Launches a plan's three steps over `args`.
@@ -218,6 +226,7 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     a.group = static_cast<int32_t>(Hq / kv.n_kv_heads);
     a.fp8 = kv.dtype == KvDtype::kFp8E4M3 ? 1 : 0;
     a.causal = 1;
+    a.vec4 = vec4_ok(a, D);
     offsets.push_back(append_table(kv, s.seq.pos0 + s.seq.rows, tables, "attention"));
     args.push_back(a);
     plan_seqs.push_back({s.seq.rows, s.seq.pos0, kv.n_kv_heads, a.group, true});
@@ -262,6 +271,7 @@ void dense_attention(CudaContext& ctx, std::span<const DenseSegment> segments, c
     a.rows = s.rows;
     a.group = 1;
     a.causal = 0;
+    a.vec4 = vec4_ok(a, D);
     args.push_back(a);
     plan_seqs.push_back({s.rows, 0, static_cast<int>(H), 1, false});
   }

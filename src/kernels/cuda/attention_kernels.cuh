@@ -39,7 +39,7 @@ struct SeqArgs {  // no member initializers: it lives in __shared__ memory (host
   int32_t group;   // q heads per kv head
   int32_t fp8;     // K/V are e4m3 codes
   int32_t causal;  // 0: every row sees the segment's rows
-  int32_t pad;
+  int32_t vec4;    // K/V rows load 4 elements at a time (D, ldk, ldv multiples of 4; bases aligned)
 };
 
 struct OpArgs {
@@ -89,6 +89,28 @@ __device__ __forceinline__ void load_tile(Smem& sm, int kvh, int D, int64_t key0
   const int64_t left = key_end - key0;
   const int n = left < kTileKeys ? static_cast<int>(left) : kTileKeys;
   const int64_t ld = kV ? S.ldv : S.ldk;
+  if (S.vec4) {  // lane loads elements 4 l .. 4 l + 3, + 128 i: 4 (fp8) or 8 (bf16) bytes a load
+    for (int jj = warp; jj < n; jj += kQueriesPerBlock) {
+      const int64_t off = key_row(S, key0 + jj) * ld + static_cast<int64_t>(kvh) * D;
+      uint32_t* dst = reinterpret_cast<uint32_t*>(sm.tile[jj]);  // rows are 4-byte aligned
+      for (int d = 4 * lane; d < D; d += 128) {
+        if (S.fp8) {
+          const uint32_t w = *reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(kV ? S.v : S.k) + off + d);
+          const float scale = kV ? S.v_scale : S.k_scale;
+          uint32_t b[4];
+#pragma unroll
+          for (int e = 0; e < 4; ++e) b[e] = f32_to_bf16_bits(e4m3_to_f32(static_cast<uint8_t>(w >> (8 * e))) * scale);
+          dst[d / 2] = b[0] | (b[1] << 16);
+          dst[d / 2 + 1] = b[2] | (b[3] << 16);
+        } else {
+          const uint2 w = *reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(kV ? S.v : S.k) + off + d);
+          dst[d / 2] = w.x;
+          dst[d / 2 + 1] = w.y;
+        }
+      }
+    }
+    return;
+  }
   for (int jj = warp; jj < n; jj += kQueriesPerBlock) {
     const int64_t off = key_row(S, key0 + jj) * ld + static_cast<int64_t>(kvh) * D;
     if (S.fp8) {
@@ -103,7 +125,7 @@ __device__ __forceinline__ void load_tile(Smem& sm, int kvh, int D, int64_t key0
 }
 
 // kernel_table.h's dot(q, k) over D elements: the warp's lanes are the CPU's 32 accumulators.
-// Every lane returns the result.
+// Lane 0 returns the result (the other lanes partial sums).
 __device__ __forceinline__ float dot_canonical(const float (&qreg)[kLaneElems], const uint16_t* krow, int D, int lane) {
   float acc = 0.0f;
 #pragma unroll
@@ -116,7 +138,7 @@ __device__ __forceinline__ float dot_canonical(const float (&qreg)[kLaneElems], 
   acc = acc + __shfl_down_sync(0xFFFFFFFFu, acc, 4);
   acc = acc + __shfl_down_sync(0xFFFFFFFFu, acc, 2);
   acc = acc + __shfl_down_sync(0xFFFFFFFFu, acc, 1);
-  return __shfl_sync(0xFFFFFFFFu, acc, 0);
+  return acc;
 }
 
 __device__ __forceinline__ float finish_score(float dot, const OpArgs& A) {
