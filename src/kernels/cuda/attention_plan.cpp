@@ -39,8 +39,12 @@ Plan plan_attention(std::span<const PlanSeq> seqs, int head_dim, std::size_t spl
       sp.partial_base = plan.partials;
       plan.partials += partials;
     }
+    // Fused blocks last row first: causal blocks get longer with r0, and the longest ones should
+    // start first rather than trail the launch (the order changes no result).
+    const int64_t blocks = (queries_per_head + kQueriesPerBlock - 1) / kQueriesPerBlock;
     for (int kvh = 0; kvh < s.n_kv_heads; ++kvh)
-      for (int64_t r0 = 0; r0 < queries_per_head; r0 += kQueriesPerBlock) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t r0 = (sp.split ? b : blocks - 1 - b) * kQueriesPerBlock;
         Item item;
         item.seq = static_cast<int32_t>(i);
         item.kvh = kvh;
