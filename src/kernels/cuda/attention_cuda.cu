@@ -122,6 +122,7 @@ void launch_plan(CudaContext& ctx, const attn::Plan& plan, const std::vector<Seq
   if (plan.partials > 0) {
     A.stats = static_cast<float2*>(ctx.scratch.take(attn::partial_stats_bytes(plan), op));
     A.opart = static_cast<float*>(ctx.scratch.take(attn::partial_out_bytes(plan, D), op));
+    A.spart = static_cast<float*>(ctx.scratch.take(attn::partial_scores_bytes(plan), op));
   }
   auto launch_items = [&](const std::vector<Item>& items, bool merge) {
     if (items.empty()) return;

@@ -47,6 +47,7 @@ struct OpArgs {
   const Item* items = nullptr;
   float2* stats = nullptr;  // split partials: (m_c, l_c)
   float* opart = nullptr;   // split partials: o_c rows of head_dim
+  float* spart = nullptr;   // split partials: the chunk's scores, rows of kChunkKeys
   int head_dim = 0;
   float scale = 1.0f;       // float(1 / sqrt(head_dim))
   int eager = 1;
@@ -293,8 +294,10 @@ __global__ void __launch_bounds__(kThreads, 2) attention_items_kernel(OpArgs A) 
       const float2 st = chunk_stats(sm.s[warp], n, lane);
       if (fused) {
         fold_stats(M, l, st);
-      } else if (lane == 0) {
-        A.stats[partial_index(S, qr, c)] = st;
+      } else {
+        const int64_t p = partial_index(S, qr, c);
+        for (int j = lane; j < n; j += 32) A.spart[p * kChunkKeys + j] = sm.s[warp][j];
+        if (lane == 0) A.stats[p] = st;
       }
     }
     if (it.mode == ItemMode::kStats) return;  // block-uniform
@@ -306,9 +309,15 @@ __global__ void __launch_bounds__(kThreads, 2) attention_items_kernel(OpArgs A) 
 #pragma unroll
   for (int i = 0; i < kLaneElems; ++i) acc[i] = 0.0f;
   for (int64_t c = c_begin; c < c_end; ++c) {
-    chunk_scores<kDense>(sm, A, it.kvh, c, block_keys, qr, qreg);
     const int n = chunk_count(qr, c);
     float* s = sm.s[warp];
+    if (it.mode == ItemMode::kOut) {  // the scores the stats item stored (one chunk: s is unused so far)
+      const float* src = A.spart + partial_index(S, qr, c) * kChunkKeys;
+      for (int j = lane; j < n; j += 32) s[j] = src[j];
+      __syncwarp();
+    } else {
+      chunk_scores<kDense>(sm, A, it.kvh, c, block_keys, qr, qreg);
+    }
     for (int j = lane; j < n; j += 32) {
       const float e = expf(__fsub_rn(s[j], M));
       s[j] = A.eager ? round_bf16(__fmul_rn(e, inv_l)) : e;

@@ -17,7 +17,6 @@ Plan plan_attention(std::span<const PlanSeq> seqs, int head_dim, std::size_t spl
   if (head_dim <= 0 || head_dim > kMaxHeadDim)
     throw std::invalid_argument("attention plan: head_dim " + std::to_string(head_dim) + " outside 1 .. " +
                                 std::to_string(kMaxHeadDim));
-  const std::size_t partial_bytes = static_cast<std::size_t>(head_dim + 2) * sizeof(float);
   Plan plan;
   plan.seqs.resize(seqs.size());
   std::size_t budget_left = split_budget_bytes;
@@ -32,7 +31,7 @@ Plan plan_attention(std::span<const PlanSeq> seqs, int head_dim, std::size_t spl
     SeqPlan& sp = plan.seqs[i];
     sp.nchunks = chunks_for_keys(keys_of_row(s, s.rows - 1));
     const int64_t partials = s.n_kv_heads * queries_per_head * sp.nchunks;
-    const std::size_t need = static_cast<std::size_t>(partials) * partial_bytes;
+    const std::size_t need = static_cast<std::size_t>(partials) * partial_bytes(head_dim);
     sp.split = s.causal && s.rows <= kSplitMaxRows && sp.nchunks > 1 && need <= budget_left;
     if (sp.split) {
       budget_left -= need;
@@ -77,6 +76,10 @@ std::size_t partial_stats_bytes(const Plan& plan) {
 
 std::size_t partial_out_bytes(const Plan& plan, int head_dim) {
   return align256(static_cast<std::size_t>(plan.partials) * static_cast<std::size_t>(head_dim) * sizeof(float));
+}
+
+std::size_t partial_scores_bytes(const Plan& plan) {
+  return align256(static_cast<std::size_t>(plan.partials) * static_cast<std::size_t>(kChunkKeys) * sizeof(float));
 }
 
 }  // namespace fp4serve::kernels::cuda::attn

@@ -11,9 +11,10 @@
 // Two paths do exactly that, so a query's bits do not depend on which one ran it (batch invariance):
 //   fused  one block folds every chunk of its queries itself (prefill, and any sequence the split
 //          budget does not cover);
-//   split  one block per (queries, chunk) writes the chunk's (m_c, l_c), then one per (queries,
-//          chunk) folds those and writes o_c, then a merge folds the o_c (decodes at long context:
-//          the chunks fill the SMs).
+//   split  one block per (queries, chunk) writes the chunk's scores and (m_c, l_c), then one per
+//          (queries, chunk) folds those and writes o_c from the stored scores (the same bits the
+//          fused path recomputes), then a merge folds the o_c (decodes at long context: the chunks
+//          fill the SMs).
 // The chunk count of a query depends on its position only (never on the batch).
 #pragma once
 
@@ -53,7 +54,8 @@ struct PlanSeq {
 };
 
 // Where a split sequence's partials live: query index qi = kvh * rows * group + r; its chunk c at
-// partial index partial_base + qi * nchunks + c ((m, l) pairs; o_c at that index times head_dim).
+// partial index partial_base + qi * nchunks + c ((m, l) pairs; o_c rows of head_dim and score rows of
+// kChunkKeys at that index times their length).
 struct SeqPlan {
   bool split = false;
   int64_t nchunks = 0;       // chunks of the sequence's last row
@@ -75,12 +77,18 @@ constexpr int64_t chunks_for_keys(int64_t keys) { return keys <= 0 ? 0 : (keys -
 inline int64_t keys_of_row(const PlanSeq& s, int64_t t) { return s.causal ? s.pos0 + t + 1 : s.rows; }
 
 // Plans one op over `seqs`. A sequence goes split when it has at most kSplitMaxRows rows, more than
-// one chunk, and its partials (head_dim + 2 floats each) fit what is left of `split_budget_bytes`
+// one chunk, and its partials (partial_bytes(head_dim) each) fit what is left of `split_budget_bytes`
 // (taken in sequence order); otherwise fused. Throws std::invalid_argument on a malformed sequence.
 Plan plan_attention(std::span<const PlanSeq> seqs, int head_dim, std::size_t split_budget_bytes);
 
-// Bytes of scratch a plan's partials take: (m, l) pairs then o_c rows, each region 256-byte aligned.
+// Scratch bytes of one partial: (m, l), an o_c row and a row of scores.
+constexpr std::size_t partial_bytes(int head_dim) {
+  return (static_cast<std::size_t>(head_dim) + 2 + static_cast<std::size_t>(kChunkKeys)) * sizeof(float);
+}
+
+// Bytes of scratch a plan's partials take, per region (each a multiple of 256 bytes).
 std::size_t partial_stats_bytes(const Plan& plan);
 std::size_t partial_out_bytes(const Plan& plan, int head_dim);
+std::size_t partial_scores_bytes(const Plan& plan);
 
 }  // namespace fp4serve::kernels::cuda::attn

@@ -130,6 +130,7 @@ TEST(CudaAttentionPlan, LongDecodeSplitsOverItsChunks) {
   expect_covers(plan, seqs);
   EXPECT_GE(partial_stats_bytes(plan), static_cast<size_t>(plan.partials) * 8);
   EXPECT_GE(partial_out_bytes(plan, 256), static_cast<size_t>(plan.partials) * 256 * 4);
+  EXPECT_GE(partial_scores_bytes(plan), static_cast<size_t>(plan.partials) * kChunkKeys * 4);
 }
 
 TEST(CudaAttentionPlan, PrefillsAndShortContextsAreFused) {
@@ -177,7 +178,8 @@ TEST(CudaAttentionPlan, ASequencesItemsDoNotDependOnTheOthers) {
 
 TEST(CudaAttentionPlan, SplitBudgetFallsBackToFused) {
   const std::vector<PlanSeq> seqs = {causal(1, 32767), causal(1, 32767)};
-  const std::size_t one = static_cast<size_t>(2 * 8 * 128) * (256 + 2) * sizeof(float);
+  const std::size_t one = static_cast<size_t>(2 * 8 * 128) * partial_bytes(256);
+  EXPECT_EQ(partial_bytes(256), (256 + 2 + 256) * sizeof(float));
   const Plan plan = plan_attention(seqs, 256, one);  // room for the first only
   EXPECT_TRUE(plan.seqs[0].split);
   EXPECT_FALSE(plan.seqs[1].split);
