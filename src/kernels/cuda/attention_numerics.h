@@ -55,7 +55,7 @@ FP4_HD float round_bf16(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x));
 FP4_HD float e4m3_to_f32(uint8_t code) {
   const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
   const uint32_t e = (code >> 3) & 0xFu, m = code & 0x7u;
-  if ((code & 0x7Fu) == 0x7Fu) return bits_f32(sign | 0x7FC00000u);  // NaN
+  if ((code & 0x7Fu) == 0x7Fu) return bits_f32(0x7FC00000u);  // NaN: the table's quiet_NaN, either sign
   if (e == 0) {  // subnormal: m * 2^-9, exact in fp32
     const float mag = static_cast<float>(m) * 0.001953125f;
     return sign ? -mag : mag;
