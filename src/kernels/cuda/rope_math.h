@@ -73,7 +73,6 @@ FP4SERVE_HD int rope_axis(int i, int sec_h, int sec_w) {
   return 0;
 }
 
-#if !defined(__CUDA_ARCH__)
 // inv_freq[i] = 1 / theta^(2i / rot) for i < rot/2, in the CPU's expression (rope_cpu.cpp: fp32
 // std::pow, i.e. glibc's powf), computed on the host so the device needs no pow of its own.
 inline void rope_inv_freq(const RopeConfig& cfg, float* inv_freq) {
@@ -83,6 +82,5 @@ inline void rope_inv_freq(const RopeConfig& cfg, float* inv_freq) {
     inv_freq[i] = 1.0f / std::pow(cfg.theta, expo);
   }
 }
-#endif
 
 }  // namespace fp4serve::kernels::cuda
