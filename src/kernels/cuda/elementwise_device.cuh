@@ -45,16 +45,18 @@ __device__ __forceinline__ float warp_canonical_reduce(float acc) {
 
 // sum(x[k]^2) of a bf16 row of n elements by one warp, in the CPU's canonical order:
 // acc[k % 32] = fma(x[k], x[k], acc[k % 32]) over k, lane l owning acc[l], then the halving tree.
-// Eight loads are issued before their fmas so a warp keeps several requests in flight.
+// The order forbids splitting a row over warps, so latency is hidden by issuing sixteen loads per
+// lane (512 elements per warp) before their fmas: a 2048-wide row is four rounds of loads.
 __device__ __forceinline__ float warp_sum_squares_bf16(const uint16_t* x, int n, int lane) {
+  constexpr int kBatch = 16;
   float acc = 0.0f;
   int k = lane;
-  for (; k + 7 * 32 < n; k += 8 * 32) {
-    float v[8];
+  for (; k + (kBatch - 1) * 32 < n; k += kBatch * 32) {
+    float v[kBatch];
 #pragma unroll
-    for (int j = 0; j < 8; ++j) v[j] = bf16_to_f32(x[k + 32 * j]);
+    for (int j = 0; j < kBatch; ++j) v[j] = bf16_to_f32(x[k + 32 * j]);
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc = fmaf(v[j], v[j], acc);
+    for (int j = 0; j < kBatch; ++j) acc = fmaf(v[j], v[j], acc);
   }
   for (; k < n; k += 32) {
     const float v = bf16_to_f32(x[k]);
