@@ -118,6 +118,21 @@ TEST(BackendOpsModelShapes, EmbeddingResidualAndConversions) {
   }
 }
 
+TEST(BackendOpsModelShapes, GatherRows) {
+  // The last row of each sequence for the logits: from the hidden states, and from a wider buffer.
+  Harness h;
+  for (bool strided : {false, true})
+    h.check({"gather_rows", cat("H=", kHidden, strided ? " x row-strided" : ""), OpClass::kMove, kNmseMove,
+             [=](Backend& b, uint32_t seed) {
+               const int64_t R = 64, W = strided ? kHidden + 5 : kHidden;  // rows 16-byte aligned or not
+               DeviceTensor xs = upload(b, DType::kBF16, {R, W}, to_bf16(random_f32(R * W, seed)), "x");
+               const std::vector<int64_t> rows = {6, 0, 63, 31, 31};
+               DeviceTensor out = alloc(b, DType::kBF16, {static_cast<int64_t>(rows.size()), kHidden}, "out");
+               b.gather_rows(columns_of(xs.view, strided ? 3 : 0, kHidden), rows, out.view);
+               return std::vector<Output>{download(b, out.view, "out")};
+             }});
+}
+
 TEST(BackendOpsModelShapes, StateCopyAndZeroAtTheModelsDims) {
   Harness h;
   const GdnDims d;  // Hk 16, Hv 32, dk 128, dv 128, conv kernel 4: 2 MiB of recurrent state per layer
