@@ -18,6 +18,8 @@
 namespace fp4serve::kernels::cuda {
 namespace {
 
+using namespace elem;  // elementwise_device.cuh, elementwise_math.h, rope_math.h
+
 constexpr int kThreads = 256;
 constexpr int kRowsPerBlock = kThreads / 32;  // one warp per row
 

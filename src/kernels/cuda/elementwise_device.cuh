@@ -10,7 +10,8 @@
 
 #include "kernels/cuda/cuda_context.h"
 
-namespace fp4serve::kernels::cuda {
+// A nested namespace: helpers of the element-wise, norm and RoPE files, apart from other ops' names.
+namespace fp4serve::kernels::cuda::elem {
 
 __device__ __forceinline__ float bf16_to_f32(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
 
@@ -90,4 +91,4 @@ inline unsigned grid_for(const CudaContext& ctx, int64_t items, int per_block, i
   return static_cast<unsigned>(std::max<int64_t>(1, std::min(want, cap)));
 }
 
-}  // namespace fp4serve::kernels::cuda
+}  // namespace fp4serve::kernels::cuda::elem

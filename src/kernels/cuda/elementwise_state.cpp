@@ -7,7 +7,7 @@ namespace fp4serve::kernels::cuda {
 namespace {
 
 // A zeroing job passes src == nullptr and copy == false.
-void add(std::vector<CopyJob>& jobs, void* dst, const void* src, bool copy, uint64_t bytes, const char* op,
+void add(std::vector<StateCopyJob>& jobs, void* dst, const void* src, bool copy, uint64_t bytes, const char* op,
          std::size_t layer) {
   if (bytes == 0) return;
   if (dst == nullptr || (copy && src == nullptr))
@@ -18,12 +18,12 @@ void add(std::vector<CopyJob>& jobs, void* dst, const void* src, bool copy, uint
 
 }  // namespace
 
-std::vector<CopyJob> state_copy_jobs(std::span<const GdnStateRef> dst, std::span<const GdnStateRef> src,
+std::vector<StateCopyJob> state_copy_jobs(std::span<const GdnStateRef> dst, std::span<const GdnStateRef> src,
                                      const GdnDims& d) {
   if (dst.size() != src.size()) throw std::invalid_argument("state_copy: layer counts differ");
   const auto conv = static_cast<uint64_t>(d.conv_state_elems()) * sizeof(uint16_t);
   const auto ssm = static_cast<uint64_t>(d.state_elems()) * sizeof(float);
-  std::vector<CopyJob> jobs;
+  std::vector<StateCopyJob> jobs;
   jobs.reserve(2 * dst.size());
   for (std::size_t l = 0; l < dst.size(); ++l) {
     add(jobs, dst[l].conv, src[l].conv, true, conv, "state_copy", l);
@@ -32,10 +32,10 @@ std::vector<CopyJob> state_copy_jobs(std::span<const GdnStateRef> dst, std::span
   return jobs;
 }
 
-std::vector<CopyJob> state_zero_jobs(std::span<const GdnStateRef> dst, const GdnDims& d) {
+std::vector<StateCopyJob> state_zero_jobs(std::span<const GdnStateRef> dst, const GdnDims& d) {
   const auto conv = static_cast<uint64_t>(d.conv_state_elems()) * sizeof(uint16_t);
   const auto ssm = static_cast<uint64_t>(d.state_elems()) * sizeof(float);
-  std::vector<CopyJob> jobs;
+  std::vector<StateCopyJob> jobs;
   jobs.reserve(2 * dst.size());
   for (std::size_t l = 0; l < dst.size(); ++l) {
     add(jobs, dst[l].conv, nullptr, false, conv, "state_zero", l);

@@ -13,7 +13,7 @@
 namespace fp4serve::kernels::cuda {
 
 // bytes at dst = bytes at src, or zeros when src is null. Trivially copyable: uploaded as is.
-struct CopyJob {
+struct StateCopyJob {
   void* dst = nullptr;
   const void* src = nullptr;
   uint64_t bytes = 0;
@@ -22,13 +22,13 @@ struct CopyJob {
 // The ranges of state_copy(dst, src): per layer its conv state ((Kc-1) * conv_dim bf16) and its
 // recurrent state (Hv * dk * dv f32); a range copied onto itself is left out. Throws
 // std::invalid_argument when the layer counts differ or a pointer is null.
-std::vector<CopyJob> state_copy_jobs(std::span<const GdnStateRef> dst, std::span<const GdnStateRef> src,
+std::vector<StateCopyJob> state_copy_jobs(std::span<const GdnStateRef> dst, std::span<const GdnStateRef> src,
                                      const GdnDims& dims);
 // The ranges of state_zero(dst) (src null). Throws std::invalid_argument for a null pointer.
-std::vector<CopyJob> state_zero_jobs(std::span<const GdnStateRef> dst, const GdnDims& dims);
+std::vector<StateCopyJob> state_zero_jobs(std::span<const GdnStateRef> dst, const GdnDims& dims);
 
 // Enqueues `jobs` on the stream: one launch (elementwise_state.cu).
 struct CudaContext;
-void run_copy_jobs(CudaContext& ctx, const std::vector<CopyJob>& jobs, const char* op);
+void run_state_copy_jobs(CudaContext& ctx, const std::vector<StateCopyJob>& jobs, const char* op);
 
 }  // namespace fp4serve::kernels::cuda

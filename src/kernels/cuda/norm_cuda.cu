@@ -19,6 +19,8 @@
 namespace fp4serve::kernels::cuda {
 namespace {
 
+using namespace elem;  // elementwise_device.cuh, elementwise_math.h, rope_math.h
+
 constexpr int kWarpsPerBlock = 4;  // rows per block
 constexpr int kThreads = kWarpsPerBlock * 32;
 

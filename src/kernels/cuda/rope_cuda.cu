@@ -20,6 +20,8 @@
 namespace fp4serve::kernels::cuda {
 namespace {
 
+using namespace elem;  // elementwise_device.cuh, elementwise_math.h, rope_math.h
+
 constexpr int kRopeThreads = 128;
 
 // By value: the frequency table travels in the launch's parameters (no upload, capturable).

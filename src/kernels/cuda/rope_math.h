@@ -15,16 +15,17 @@
 
 #include <cmath>
 
-#include "kernels/cuda/elementwise_math.h"  // FP4SERVE_HD
+#include "kernels/cuda/elementwise_math.h"  // FP4SERVE_ELEMENTWISE_HD
 #include "kernels/rope.h"
 
-namespace fp4serve::kernels::cuda {
+// A nested namespace: helpers of the element-wise, norm and RoPE files, apart from other ops' names.
+namespace fp4serve::kernels::cuda::elem {
 
 // The largest rotary_dim / 2 the CUDA rope takes (its inv_freq table is a kernel argument).
 inline constexpr int kMaxRopeHalf = 256;
 
 // sin(x) and cos(x) of an fp32 angle, each rounded once to fp32.
-FP4SERVE_HD void sincos_f32(float angle, float* sin_out, float* cos_out) {
+FP4SERVE_ELEMENTWISE_HD void sincos_f32(float angle, float* sin_out, float* cos_out) {
   const double kTwoOverPi = 0x1.45f306dc9c883p-1;
   const double kPio2Hi = 0x1.921fb544p+0;         // pi/2 to 33 bits: k * kPio2Hi is exact for |k| < 2^20
   const double kPio2Lo = 0x1.0b4611a626331p-34;   // pi/2 - kPio2Hi
@@ -67,7 +68,7 @@ FP4SERVE_HD void sincos_f32(float angle, float* sin_out, float* cos_out) {
 }
 
 // The M-RoPE axis of frequency i (rope.h): 0 = t, 1 = h, 2 = w.
-FP4SERVE_HD int rope_axis(int i, int sec_h, int sec_w) {
+FP4SERVE_ELEMENTWISE_HD int rope_axis(int i, int sec_h, int sec_w) {
   if (i % 3 == 1 && i < 3 * sec_h) return 1;
   if (i % 3 == 2 && i < 3 * sec_w) return 2;
   return 0;
@@ -83,4 +84,4 @@ inline void rope_inv_freq(const RopeConfig& cfg, float* inv_freq) {
   }
 }
 
-}  // namespace fp4serve::kernels::cuda
+}  // namespace fp4serve::kernels::cuda::elem

@@ -39,26 +39,26 @@ int mismatches_over_bf16(Ours ours, Cpu cpu, bool rounded, float* first_bad) {
 TEST(CudaElementwiseMath, SiluIsTheCpuSiluOnEveryBf16Input) {
   float first = 0;
   // In fp32, before any rounding: rmsnorm_gated multiplies silu(z) by another value.
-  EXPECT_EQ(mismatches_over_bf16(cuda::silu_f32, silu, false, &first), 0) << "first at " << first;
+  EXPECT_EQ(mismatches_over_bf16(cuda::elem::silu_f32, silu, false, &first), 0) << "first at " << first;
 }
 
 TEST(CudaElementwiseMath, GeluTanhIsTheCpuGeluOnEveryBf16Input) {
   float first = 0;
-  EXPECT_EQ(mismatches_over_bf16(cuda::gelu_tanh_f32, gelu_tanh, true, &first), 0) << "first at " << first;
+  EXPECT_EQ(mismatches_over_bf16(cuda::elem::gelu_tanh_f32, gelu_tanh, true, &first), 0) << "first at " << first;
 }
 
 TEST(CudaElementwiseMath, GeluErfIsTheCpuGeluOnEveryBf16Input) {
   float first = 0;
-  EXPECT_EQ(mismatches_over_bf16(cuda::gelu_erf_f32, gelu_erf, true, &first), 0) << "first at " << first;
+  EXPECT_EQ(mismatches_over_bf16(cuda::elem::gelu_erf_f32, gelu_erf, true, &first), 0) << "first at " << first;
 }
 
 TEST(CudaElementwiseMath, ExpIsCorrectlyRoundedWhereItMatters) {
   // exp's overflow, underflow and the exact point exp(0) = 1.
-  EXPECT_EQ(cuda::exp_f32(0.0f), 1.0f);
-  EXPECT_EQ(cuda::exp_f32(100.0f), INFINITY);
-  EXPECT_EQ(cuda::exp_f32(-200.0f), 0.0f);
-  EXPECT_EQ(cuda::silu_f32(-200.0f), -0.0f);
-  EXPECT_TRUE(std::isnan(cuda::silu_f32(NAN)));
+  EXPECT_EQ(cuda::elem::exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(cuda::elem::exp_f32(100.0f), INFINITY);
+  EXPECT_EQ(cuda::elem::exp_f32(-200.0f), 0.0f);
+  EXPECT_EQ(cuda::elem::silu_f32(-200.0f), -0.0f);
+  EXPECT_TRUE(std::isnan(cuda::elem::silu_f32(NAN)));
 }
 
 }  // namespace

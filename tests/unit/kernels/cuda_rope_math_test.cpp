@@ -26,10 +26,10 @@ uint32_t bits_of(float f) {
 void cuda_cos_sin(const RopeConfig& cfg, const float* inv_freq, int64_t t, int64_t h, int64_t w, float* c, float* s) {
   const int half = cfg.rotary_dim / 2;
   for (int i = 0; i < half; ++i) {
-    const int axis = cuda::rope_axis(i, cfg.sections[1], cfg.sections[2]);
+    const int axis = cuda::elem::rope_axis(i, cfg.sections[1], cfg.sections[2]);
     const int64_t p = axis == 0 ? t : axis == 1 ? h : w;
     float sv, cv;
-    cuda::sincos_f32(static_cast<float>(p) * inv_freq[i], &sv, &cv);
+    cuda::elem::sincos_f32(static_cast<float>(p) * inv_freq[i], &sv, &cv);
     c[i] = c[i + half] = round_bf16(cv);
     s[i] = s[i + half] = round_bf16(sv);
   }
@@ -38,7 +38,7 @@ void cuda_cos_sin(const RopeConfig& cfg, const float* inv_freq, int64_t t, int64
 // Differences between the two, over `tokens` (t, h, w) triples.
 int count_differences(const RopeConfig& cfg, const std::vector<std::array<int64_t, 3>>& tokens) {
   std::vector<float> inv(cfg.rotary_dim / 2);
-  cuda::rope_inv_freq(cfg, inv.data());
+  cuda::elem::rope_inv_freq(cfg, inv.data());
   std::vector<float> c0(cfg.rotary_dim), s0(cfg.rotary_dim), c1(cfg.rotary_dim), s1(cfg.rotary_dim);
   int bad = 0;
   for (const auto& p : tokens) {
@@ -66,7 +66,7 @@ TEST(CudaRopeMath, SinCosAreCorrectlyRoundedOnFloats) {
   int bad = 0;
   for (float a : angles) {
     float s, c;
-    cuda::sincos_f32(a, &s, &c);
+    cuda::elem::sincos_f32(a, &s, &c);
     const float ws = static_cast<float>(std::sin(static_cast<double>(a)));
     const float wc = static_cast<float>(std::cos(static_cast<double>(a)));
     if (bits_of(s) != bits_of(ws) || bits_of(c) != bits_of(wc)) {
@@ -101,13 +101,13 @@ TEST(CudaRopeMath, MRopeAxesMatchTheCpu) {
 
 TEST(CudaRopeMath, AxisSelection) {
   // sections (11, 11, 10): i % 3 == 1 -> h below 33, i % 3 == 2 -> w below 30, else t.
-  EXPECT_EQ(cuda::rope_axis(0, 11, 10), 0);
-  EXPECT_EQ(cuda::rope_axis(1, 11, 10), 1);
-  EXPECT_EQ(cuda::rope_axis(2, 11, 10), 2);
-  EXPECT_EQ(cuda::rope_axis(29, 11, 10), 2);
-  EXPECT_EQ(cuda::rope_axis(31, 11, 10), 1);
-  EXPECT_EQ(cuda::rope_axis(32, 11, 10), 2 * 0);  // 32 % 3 == 2 but 32 >= 30: t
-  EXPECT_EQ(cuda::rope_axis(34, 11, 10), 0);      // 34 % 3 == 1 but 34 >= 33: t
+  EXPECT_EQ(cuda::elem::rope_axis(0, 11, 10), 0);
+  EXPECT_EQ(cuda::elem::rope_axis(1, 11, 10), 1);
+  EXPECT_EQ(cuda::elem::rope_axis(2, 11, 10), 2);
+  EXPECT_EQ(cuda::elem::rope_axis(29, 11, 10), 2);
+  EXPECT_EQ(cuda::elem::rope_axis(31, 11, 10), 1);
+  EXPECT_EQ(cuda::elem::rope_axis(32, 11, 10), 2 * 0);  // 32 % 3 == 2 but 32 >= 30: t
+  EXPECT_EQ(cuda::elem::rope_axis(34, 11, 10), 0);      // 34 % 3 == 1 but 34 >= 33: t
 }
 
 }  // namespace

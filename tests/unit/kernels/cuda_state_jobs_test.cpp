@@ -35,7 +35,7 @@ TEST(CudaStateJobs, OneRangePerLayerAndStateKind) {
 
   const auto zero = state_zero_jobs(dst, d);
   ASSERT_EQ(zero.size(), 4u);
-  for (const CopyJob& j : zero) EXPECT_EQ(j.src, nullptr);
+  for (const StateCopyJob& j : zero) EXPECT_EQ(j.src, nullptr);
   EXPECT_EQ(zero[2].dst, &conv[1440]);
   EXPECT_EQ(zero[2].bytes, 960u);
 }
