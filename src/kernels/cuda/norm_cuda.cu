@@ -44,15 +44,36 @@ __device__ __forceinline__ void store8_bf16(uint16_t* p, const Vec8& v) {
       make_uint4(pack_bf16(v.v[0], v.v[1]), pack_bf16(v.v[2], v.v[3]), pack_bf16(v.v[4], v.v[5]), pack_bf16(v.v[6], v.v[7]));
 }
 
-// x and out may alias (in place): no __restrict__ on them. Each output element is read (as x) and
-// written by the same lane after the warp's reduction, so no lane reads what another wrote.
+// Rows of up to kStageElems elements that allow 16-byte loads are first copied into the warp's slice
+// of shared memory with every load issued at once (one latency instead of one per batch of the
+// canonical order's strided loads); both passes then read the row from there.
+constexpr int kStageElems = 2048;  // the model's hidden size: 4 KB per warp, 16 KB per block
+constexpr int kStageVecs = kStageElems / 8;
+
+// The row x[0, n) (16-byte aligned, n a multiple of 8 and <= kStageElems) into `stage`; returns it.
+__device__ __forceinline__ const uint16_t* stage_row(uint4* stage, const uint16_t* x, int n, int lane) {
+  const uint4* src = reinterpret_cast<const uint4*>(x);
+#pragma unroll
+  for (int j = 0; j < kStageVecs / 32; ++j) {
+    const int v = lane + 32 * j;
+    if (v < n / 8) stage[v] = src[v];
+  }
+  __syncwarp();
+  return reinterpret_cast<const uint16_t*>(stage);
+}
+
+// x and out may alias (in place): no __restrict__ on them. Every lane has read the whole row (the
+// sum of squares ends in the warp's shuffles) before any lane writes it, and in the output pass each
+// element is read and written by the same lane.
 __global__ void rmsnorm_kernel(const uint16_t* x, const float* __restrict__ w, int64_t rows, int D, float eps,
                                uint16_t* out, bool vec) {
+  __shared__ uint4 stage[kWarpsPerBlock][kStageVecs];
   const int lane = threadIdx.x & 31;
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32;
-  if (row >= rows) return;  // the whole warp
+  if (row >= rows) return;  // the whole warp; no block-wide barrier follows
   const uint16_t* xr = x + row * D;
   uint16_t* o = out + row * D;
+  if (vec && D <= kStageElems) xr = stage_row(stage[threadIdx.x / 32], xr, D, lane);
   const float ss = warp_sum_squares_bf16(xr, D, lane);
   const float inv = 1.0f / sqrtf(ss / static_cast<float>(D) + eps);
   if (vec) {
@@ -83,6 +104,7 @@ __global__ void rmsnorm_gated_kernel(const uint16_t* x, const uint16_t* z, const
   const uint16_t* xr = x + row * D;
   const uint16_t* zr = z + row * D;
   uint16_t* o = out + row * D;
+  // GDN's rows are 128 wide (four loads per lane): not staged, no shared memory to limit occupancy.
   const float ss = warp_sum_squares_bf16(xr, D, lane);
   const float inv = 1.0f / sqrtf(ss / static_cast<float>(D) + eps);
   if (vec) {

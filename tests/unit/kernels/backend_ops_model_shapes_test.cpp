@@ -33,8 +33,9 @@ std::vector<int64_t> mrope_positions(int64_t T, int64_t pos0, uint32_t seed) {
 TEST(BackendOpsModelShapes, Norms) {
   Harness h;
   for (int64_t T : kTokens) {
-    // The layers' input/post-attention norms [T, 2048], q/k norms over heads [T * 16, 256].
-    for (auto [R, D] : {std::pair<int64_t, int64_t>{T, kHidden}, {T * 16, 256}})
+    // The layers' input/post-attention norms [T, 2048], q/k norms over heads [T * 16, 256], and rows
+    // wider than a CUDA warp stages in shared memory.
+    for (auto [R, D] : {std::pair<int64_t, int64_t>{T, kHidden}, {T * 16, 256}, {T, 2 * kHidden + 8}})
       h.check({"rmsnorm", cat("R=", R, " D=", D), OpClass::kMath, kNmseExactMath, [=](Backend& b, uint32_t seed) {
                  const auto w = random_bf16_values(D, seed + 1, 0.5f);
                  DeviceTensor x = upload(b, DType::kBF16, {R, D}, to_bf16(random_f32(R * D, seed, 3.0f)), "x");
