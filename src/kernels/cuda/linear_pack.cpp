@@ -1,0 +1,166 @@
+// Host-side repacking of linear weights into the CUDA kernel's layout (linear_pack.h).
+#include "kernels/cuda/linear_pack.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "tensor/float_formats.h"
+
+namespace fp4serve::kernels::cuda {
+namespace {
+
+std::string describe(const WeightView& w) {
+  return std::string(weight_layout_name(w.format)) + " [" + std::to_string(w.n) + ", " + std::to_string(w.k) + "]";
+}
+
+// The raw code of W(n, k) as the kernel's decoder takes it (n < N, k < K).
+uint32_t code_of(const WeightView& w, int64_t n, int64_t k) {
+  const auto* u8 = static_cast<const uint8_t*>(w.data);
+  switch (w.format) {
+    case WeightLayout::kBf16:
+      return static_cast<const uint16_t*>(w.data)[n * w.ld + k];
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block:
+      return u8[n * w.ld + k];
+    case WeightLayout::kNvfp4:
+    case WeightLayout::kInt4Packed: {
+      const uint8_t byte = u8[n * (w.ld / 2) + k / 2];
+      return (k & 1) ? (byte >> 4) : (byte & 0xF);
+    }
+    case WeightLayout::kInt4Gptq: {
+      const auto word = static_cast<uint32_t>(static_cast<const int32_t*>(w.data)[(k / 8) * w.ld + n]);
+      return (word >> (4 * (k % 8))) & 0xF;
+    }
+  }
+  return 0;
+}
+
+// The code of a padding position: the value 0 (int4's zero point is 8).
+uint32_t zero_code(PackedKind kind) { return kind == PackedKind::kInt4 ? 8u : 0u; }
+
+// The fp32 scale of W(n, k) that multiplies partial sums (kFp8Block, kInt4*).
+float unit_scale_of(const WeightView& w, int64_t n, int64_t k) {
+  switch (w.format) {
+    case WeightLayout::kFp8Block: {
+      const int64_t si = (n / 128) * w.scale_ld + k / 128;
+      return w.scales_bf16 ? bf16_to_f32(static_cast<const uint16_t*>(w.scales)[si])
+                           : static_cast<const float*>(w.scales)[si];
+    }
+    case WeightLayout::kInt4Gptq:
+      return f16_to_f32(static_cast<const uint16_t*>(w.scales)[(k / w.group) * w.scale_ld + n]);
+    case WeightLayout::kInt4Packed:
+      return static_cast<const float*>(w.scales)[n * w.scale_ld + k / w.group];
+    default:
+      return 1.0f;
+  }
+}
+
+int unit_tiles_for(const WeightView& w) {
+  if (w.format == WeightLayout::kFp8Block) return kTilesPerStep;
+  if (w.format != WeightLayout::kInt4Gptq && w.format != WeightLayout::kInt4Packed) return 0;
+  if (w.group > 0 && w.group % kStepK == 0) return kTilesPerStep;  // the group's scale on each 128 of it
+  if (w.group >= 16 && w.group % 16 == 0 && kStepK % w.group == 0) return w.group / 16;
+  throw std::invalid_argument("cuda prepare_linear: " + describe(w) + " int4 group " + std::to_string(w.group) +
+                              " is neither 16, 32, 64 nor a multiple of 128");
+}
+
+}  // namespace
+
+PackedKind packed_kind(WeightLayout format) {
+  switch (format) {
+    case WeightLayout::kBf16:
+      return PackedKind::kBf16;
+    case WeightLayout::kFp8Tensor:
+    case WeightLayout::kFp8Block:
+      return PackedKind::kFp8;
+    case WeightLayout::kNvfp4:
+      return PackedKind::kFp4;
+    case WeightLayout::kInt4Gptq:
+    case WeightLayout::kInt4Packed:
+      return PackedKind::kInt4;
+  }
+  throw std::invalid_argument("cuda prepare_linear: unknown weight layout");
+}
+
+PackedLinear pack_linear(const WeightView& w) {
+  if (w.n <= 0 || w.k <= 0 || w.data == nullptr)
+    throw std::invalid_argument("cuda prepare_linear: empty weight " + describe(w));
+  if (w.format != WeightLayout::kBf16 && w.format != WeightLayout::kFp8Tensor && w.scales == nullptr)
+    throw std::invalid_argument("cuda prepare_linear: weight " + describe(w) + " without scales");
+  if (w.n > (int64_t{1} << 30) || w.k > (int64_t{1} << 30))
+    throw std::invalid_argument("cuda prepare_linear: weight " + describe(w) + " too large");
+  PackedLinear p;
+  p.format = w.format;
+  p.kind = packed_kind(w.format);
+  p.n = w.n;
+  p.k = w.k;
+  p.n_tiles = (w.n + kBlockN - 1) / kBlockN * kBlockTilesN;
+  p.steps = (w.k + kStepK - 1) / kStepK;
+  p.unit_tiles = unit_tiles_for(w);
+  p.tensor_scale = (w.format == WeightLayout::kFp8Tensor || w.format == WeightLayout::kNvfp4) ? w.tensor_scale : 1.0f;
+
+  const int bits = value_bits(p.kind), vecs = vecs_per_step(p.kind);
+  const uint32_t mask = bits == 32 ? ~0u : (1u << bits) - 1u, zero = zero_code(p.kind);
+  p.words.assign(static_cast<size_t>(p.n_tiles * p.steps * vecs * 32 * 4), 0u);
+  for (int64_t tile = 0; tile < p.n_tiles; ++tile)
+    for (int64_t step = 0; step < p.steps; ++step)
+      for (int lane = 0; lane < 32; ++lane) {
+        const int64_t n = tile * kTileN + value_dn(lane);
+        // The lane's vector q starts q * 32 vectors (q * 128 words) after its vector 0.
+        uint32_t* lane_words = p.words.data() + vector_index(tile, p.steps, step, vecs, 0, lane) * 4;
+        for (int j = 0; j < kTilesPerStep; ++j)
+          for (int i = 0; i < 4; ++i) {
+            const int64_t k = step * kStepK + value_dk(lane, j, i);
+            const uint32_t code = (n < w.n && k < w.k) ? code_of(w, n, k) : zero;
+            const int word = value_word(bits, j, i);
+            lane_words[(word / 4) * 32 * 4 + word % 4] |= (code & mask) << value_shift(bits, j, i);
+          }
+      }
+
+  if (p.kind == PackedKind::kFp4) {
+    p.fp4_scales.assign(static_cast<size_t>(p.n_tiles * p.steps * kTileN * kTilesPerStep), 0);
+    const auto* sc = static_cast<const uint8_t*>(w.scales);
+    for (int64_t tile = 0; tile < p.n_tiles; ++tile)
+      for (int64_t step = 0; step < p.steps; ++step)
+        for (int dn = 0; dn < kTileN; ++dn)
+          for (int j = 0; j < kTilesPerStep; ++j) {
+            const int64_t n = tile * kTileN + dn, k = step * kStepK + j * 16;
+            p.fp4_scales[static_cast<size_t>(fp4_scale_index(tile, p.steps, step, dn) + j)] =
+                (n < w.n && k < w.k) ? sc[n * w.scale_ld + k / 16] : 0;
+          }
+  }
+
+  if (p.unit_tiles) {
+    const int64_t unit_k = int64_t{p.unit_tiles} * 16, n_pad = p.n_pad();
+    p.unit_scales.assign(static_cast<size_t>(p.units() * n_pad), 0.0f);
+    for (int64_t u = 0; u < p.units(); ++u)
+      for (int64_t n = 0; n < w.n && u * unit_k < w.k; ++n)
+        p.unit_scales[static_cast<size_t>(u * n_pad + n)] = unit_scale_of(w, n, u * unit_k);
+  }
+  return p;
+}
+
+uint32_t packed_code(const PackedLinear& p, int64_t tile, int64_t step, int lane, int j, int i) {
+  const int bits = value_bits(p.kind), vecs = vecs_per_step(p.kind);
+  const int word = value_word(bits, j, i);
+  const uint32_t w = p.words[static_cast<size_t>(vector_index(tile, p.steps, step, vecs, word / 4, lane) * 4 + word % 4)];
+  const uint32_t mask = bits == 32 ? ~0u : (1u << bits) - 1u;
+  return (w >> value_shift(bits, j, i)) & mask;
+}
+
+float packed_weight_value(const PackedLinear& p, int64_t n, int64_t k) {
+  // The inverse of (value_dn, value_dk): which lane, tile j and value i hold (n, k).
+  const int64_t tile = n / kTileN, step = k / kStepK;
+  const int dn = static_cast<int>(n % kTileN), kk = static_cast<int>(k % kStepK);
+  const int j = kk / 16, r = kk % 16;
+  const int lane = dn * 4 + (r % 8) / 2, i = (r & 1) + (r >= 8 ? 2 : 0);
+  const uint32_t code = packed_code(p, tile, step, lane, j, i);
+  float fp4_scale = 1.0f;
+  if (p.kind == PackedKind::kFp4)
+    fp4_scale = decode_e4m3(p.fp4_scales[static_cast<size_t>(fp4_scale_index(tile, p.steps, step, dn) + j)]);
+  float v = decode_value(p.kind, code, fp4_scale);
+  if (p.unit_tiles) v *= p.unit_scales[static_cast<size_t>(unit_of(step, j, p.unit_tiles) * p.n_pad() + n)];
+  return v;
+}
+
+}  // namespace fp4serve::kernels::cuda
