@@ -68,38 +68,20 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// Two exact bf16 values in one register, lo in the low half (the lower k of the fragment).
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
 __device__ __forceinline__ uint32_t word_of(const uint4& v, int c) {
   return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
 }
 
 // The two B-fragment registers of k16 tile j from the lane's raw vectors of one step.
 template <PackedKind KIND>
-__device__ __forceinline__ void b_fragment(const uint4 (&raw)[vecs_per_step(KIND)], uint2 fp4_scale, int j,
+__device__ __forceinline__ void b_fragment(const uint4 (&raw)[vecs_per_step(KIND)], uint2 fp4_scales, int j,
                                            uint32_t& b0, uint32_t& b1) {
-  constexpr int kBits = value_bits(KIND);
-  if constexpr (KIND == PackedKind::kBf16) {
-    // Values (j, 0..1) are the two halves of word 2j, (j, 2..3) of word 2j + 1 (value_word).
-    b0 = word_of(raw[(2 * j) / 4], (2 * j) % 4);
-    b1 = word_of(raw[(2 * j + 1) / 4], (2 * j + 1) % 4);
-  } else {
-    float scale = 1.0f;
-    if constexpr (KIND == PackedKind::kFp4) scale = decode_e4m3(((j < 4 ? fp4_scale.x : fp4_scale.y) >> (8 * (j % 4))) & 0xFFu);
-    float v[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int w = value_word(kBits, j, i);
-      const uint32_t code = (word_of(raw[w / 4], w % 4) >> value_shift(kBits, j, i)) & ((1u << kBits) - 1u);
-      v[i] = decode_value(KIND, code, scale);
-    }
-    b0 = pack_bf16x2(v[0], v[1]);
-    b1 = pack_bf16x2(v[2], v[3]);
-  }
+  uint32_t scale2 = 0;
+  if constexpr (KIND == PackedKind::kFp4)
+    scale2 = fp4_scale_pair(((j < 4 ? fp4_scales.x : fp4_scales.y) >> (8 * (j % 4))) & 0xFFu);
+  const int w0 = fragment_word(KIND, j, 0), w1 = fragment_word(KIND, j, 1);
+  b0 = fragment_pair(KIND, word_of(raw[w0 / 4], w0 % 4), j, 0, scale2);
+  b1 = fragment_pair(KIND, word_of(raw[w1 / 4], w1 % 4), j, 1, scale2);
 }
 
 // Stages x rows [row0, row0 + rows) (rows <= 16), columns [k0, k0 + chunk) into xs[16][XS_LD]:

@@ -100,7 +100,7 @@ PackedLinear pack_linear(const WeightView& w) {
   p.tensor_scale = (w.format == WeightLayout::kFp8Tensor || w.format == WeightLayout::kNvfp4) ? w.tensor_scale : 1.0f;
 
   const int bits = value_bits(p.kind), vecs = vecs_per_step(p.kind);
-  const uint32_t mask = bits == 32 ? ~0u : (1u << bits) - 1u, zero = zero_code(p.kind);
+  const uint32_t zero = zero_code(p.kind);
   p.words.assign(static_cast<size_t>(p.n_tiles * p.steps * vecs * 32 * 4), 0u);
   for (int64_t tile = 0; tile < p.n_tiles; ++tile)
     for (int64_t step = 0; step < p.steps; ++step)
@@ -113,7 +113,7 @@ PackedLinear pack_linear(const WeightView& w) {
             const int64_t k = step * kStepK + value_dk(lane, j, i);
             const uint32_t code = (n < w.n && k < w.k) ? code_of(w, n, k) : zero;
             const int word = value_word(bits, j, i);
-            lane_words[(word / 4) * 32 * 4 + word % 4] |= (code & mask) << value_shift(bits, j, i);
+            lane_words[(word / 4) * 32 * 4 + word % 4] |= place_code(p.kind, j, i, code);
           }
       }
 
@@ -140,12 +140,14 @@ PackedLinear pack_linear(const WeightView& w) {
   return p;
 }
 
-uint32_t packed_code(const PackedLinear& p, int64_t tile, int64_t step, int lane, int j, int i) {
-  const int bits = value_bits(p.kind), vecs = vecs_per_step(p.kind);
-  const int word = value_word(bits, j, i);
+float packed_fragment_value(const PackedLinear& p, int64_t tile, int64_t step, int lane, int j, int i) {
+  const int vecs = vecs_per_step(p.kind), b = i >> 1, word = fragment_word(p.kind, j, b);
   const uint32_t w = p.words[static_cast<size_t>(vector_index(tile, p.steps, step, vecs, word / 4, lane) * 4 + word % 4)];
-  const uint32_t mask = bits == 32 ? ~0u : (1u << bits) - 1u;
-  return (w >> value_shift(bits, j, i)) & mask;
+  uint32_t scale2 = 0;
+  if (p.kind == PackedKind::kFp4)
+    scale2 = fp4_scale_pair(p.fp4_scales[static_cast<size_t>(fp4_scale_index(tile, p.steps, step, value_dn(lane)) + j)]);
+  const uint32_t pair = fragment_pair(p.kind, w, j, b, scale2);
+  return bits_to_float(((pair >> (16 * (i & 1))) & 0xFFFFu) << 16);
 }
 
 float packed_weight_value(const PackedLinear& p, int64_t n, int64_t k) {
@@ -154,11 +156,7 @@ float packed_weight_value(const PackedLinear& p, int64_t n, int64_t k) {
   const int dn = static_cast<int>(n % kTileN), kk = static_cast<int>(k % kStepK);
   const int j = kk / 16, r = kk % 16;
   const int lane = dn * 4 + (r % 8) / 2, i = (r & 1) + (r >= 8 ? 2 : 0);
-  const uint32_t code = packed_code(p, tile, step, lane, j, i);
-  float fp4_scale = 1.0f;
-  if (p.kind == PackedKind::kFp4)
-    fp4_scale = decode_e4m3(p.fp4_scales[static_cast<size_t>(fp4_scale_index(tile, p.steps, step, dn) + j)]);
-  float v = decode_value(p.kind, code, fp4_scale);
+  float v = packed_fragment_value(p, tile, step, lane, j, i);
   if (p.unit_tiles) v *= p.unit_scales[static_cast<size_t>(unit_of(step, j, p.unit_tiles) * p.n_pad() + n)];
   return v;
 }

@@ -36,6 +36,12 @@
 #include "kernels/weights.h"
 
 #if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#endif
+
+#if defined(__CUDACC__)
 #define FP4_LINEAR_HD __host__ __device__ __forceinline__
 #else
 #define FP4_LINEAR_HD inline
@@ -79,9 +85,8 @@ FP4_LINEAR_HD int warps_used(int64_t steps, PackedKind kind) {
 // Offsets inside one (n8 tile, step) of value i (0..3) of k16 tile j of lane l: the mma B fragment.
 FP4_LINEAR_HD int value_dn(int lane) { return lane >> 2; }
 FP4_LINEAR_HD int value_dk(int lane, int j, int i) { return j * 16 + 2 * (lane & 3) + (i & 1) + (i >> 1) * 8; }
-// The lane's 32-bit word (0 .. 4 * vecs - 1) holding value (j, i), and its bit position there.
+// The lane's 32-bit word (0 .. 4 * vecs - 1) holding value (j, i): bf16 2j + i/2, fp8 j, 4-bit j/2.
 FP4_LINEAR_HD int value_word(int bits, int j, int i) { return ((j * 4 + i) * bits) >> 5; }
-FP4_LINEAR_HD int value_shift(int bits, int j, int i) { return ((j * 4 + i) * bits) & 31; }
 // Index of the 16-byte vector q of lane l of (n8 tile, step).
 FP4_LINEAR_HD int64_t vector_index(int64_t tile, int64_t steps, int64_t step, int vecs, int q, int lane) {
   return ((tile * steps + step) * vecs + q) * 32 + lane;
@@ -93,6 +98,38 @@ FP4_LINEAR_HD int64_t fp4_scale_index(int64_t tile, int64_t steps, int64_t step,
 // The scale unit (kFp8Block, kInt4) k16 tile j of step s falls in, for units of `unit_tiles` tiles.
 FP4_LINEAR_HD int64_t unit_of(int64_t step, int j, int unit_tiles) {
   return step * (kTilesPerStep / unit_tiles) + j / unit_tiles;
+}
+
+// Where value (j, i)'s bits lie in its word, per kind. A B register is a pair of values (i = 2b,
+// 2b + 1), b = 0, 1; the 4-bit kinds keep tile j's pairs so that one pair decodes with a few bit
+// operations (Marlin's idea):
+//   kBf16  bits 16 (i % 2) of word 2j + i/2          (the register itself)
+//   kFp8   bits 8 i of word j                         (a pair is one 16-bit half: cvt e4m3x2)
+//   kInt4  bits 4 p + 16 (i % 2) of word j/2, p = 2 (j % 2) + i/2: a pair at 4p and 4p + 16
+//   kFp4   magnitude (3 bits) at 16 (j % 2) + 4 i of word j/2 (nibble-aligned: a byte-permute
+//          lookup), sign at bit 15 - 4p + 16 (i % 2): a pair's signs land on its two bf16 sign bits
+//          after a shift by 4p.
+FP4_LINEAR_HD int int4_shift(int j, int i) { return 4 * (2 * (j & 1) + (i >> 1)) + 16 * (i & 1); }
+FP4_LINEAR_HD int fp4_mag_shift(int j, int i) { return 16 * (j & 1) + 4 * i; }
+FP4_LINEAR_HD int fp4_sign_bit(int j, int i) { return 15 - 4 * (2 * (j & 1) + (i >> 1)) + 16 * (i & 1); }
+// The bits value (j, i) with code `code` contributes to its word (codes: bf16 bits, e4m3 byte,
+// int4 q, e2m1 nibble).
+FP4_LINEAR_HD uint32_t place_code(PackedKind kind, int j, int i, uint32_t code) {
+  switch (kind) {
+    case PackedKind::kBf16:
+      return (code & 0xFFFFu) << (16 * (i & 1));
+    case PackedKind::kFp8:
+      return (code & 0xFFu) << (8 * i);
+    case PackedKind::kInt4:
+      return (code & 0xFu) << int4_shift(j, i);
+    case PackedKind::kFp4:
+      return ((code & 7u) << fp4_mag_shift(j, i)) | (((code >> 3) & 1u) << fp4_sign_bit(j, i));
+  }
+  return 0;
+}
+// The word (0 .. 4 * vecs - 1) holding pair b of tile j.
+FP4_LINEAR_HD int fragment_word(PackedKind kind, int j, int b) {
+  return kind == PackedKind::kBf16 ? 2 * j + b : kind == PackedKind::kFp8 ? j : j / 2;
 }
 
 // ---- decoders (exact; shared by the kernel and the host read-back) ------------------------------
@@ -117,26 +154,112 @@ FP4_LINEAR_HD float decode_e4m3(uint32_t b) {
   return bits_to_float(sign | ((e + 120u) << 23) | (m << 20));
 }
 
-// FP4 e2m1 nibble: bit 3 sign, magnitude {0, .5, 1, 1.5, 2, 3, 4, 6}[nib & 7] (twice it: 0xC8643210's
-// nibbles).
-FP4_LINEAR_HD float decode_e2m1(uint32_t nib) {
-  const float mag = static_cast<float>((0xC8643210u >> (4 * (nib & 7u))) & 15u) * 0.5f;
-  return (nib & 8u) ? -mag : mag;
+#if !defined(__CUDA_ARCH__)
+// Host twins of the device instructions the decoders use.
+inline uint32_t host_float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+// bf16 of an fp32 (round to nearest even; every use here is exact).
+inline uint32_t host_bf16_bits(float f) {
+  uint32_t u = host_float_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (u >> 16) | 0x40u;
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return u >> 16;
+}
+// bf16x2 lane-wise op (exactly representable results: the fp32 op is the bf16 op).
+template <class Op>
+uint32_t host_bf16x2(uint32_t a, uint32_t b, Op op) {
+  const float lo = op(bits_to_float(a << 16), bits_to_float(b << 16));
+  const float hi = op(bits_to_float(a & 0xFFFF0000u), bits_to_float(b & 0xFFFF0000u));
+  return host_bf16_bits(lo) | (host_bf16_bits(hi) << 16);
+}
+#endif
+
+// PTX prmt (default mode): byte i of the result is byte (s >> 4i) & 7 of {b:a}, or that byte's sign
+// replicated when bit 3 of the selector nibble is set.
+FP4_LINEAR_HD uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(a, b, s);
+#else
+  const uint64_t pool = (static_cast<uint64_t>(b) << 32) | a;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t sel = (s >> (4 * i)) & 0xFu;
+    uint32_t byte = static_cast<uint32_t>(pool >> (8 * (sel & 7u))) & 0xFFu;
+    if (sel & 8u) byte = (byte & 0x80u) ? 0xFFu : 0u;
+    r |= byte << (8 * i);
+  }
+  return r;
+#endif
 }
 
-// The bf16-exact value of a packed code (fp4_scale: the decoded e4m3 block scale, kFp4 only).
-FP4_LINEAR_HD float decode_value(PackedKind kind, uint32_t code, float fp4_scale) {
+FP4_LINEAR_HD uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  const __nv_bfloat162 r = __hmul2_rn(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+#else
+  return host_bf16x2(a, b, [](float x, float y) { return x * y; });
+#endif
+}
+
+FP4_LINEAR_HD uint32_t bf16x2_sub(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  const __nv_bfloat162 r = __hsub2_rn(*reinterpret_cast<const __nv_bfloat162*>(&a), *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&r);
+#else
+  return host_bf16x2(a, b, [](float x, float y) { return x - y; });
+#endif
+}
+
+// Two e4m3 codes (low byte = low half) to bf16x2, exactly (the device converts through f16, which
+// holds every e4m3 value).
+FP4_LINEAR_HD uint32_t e4m3x2_to_bf16x2(uint32_t two) {
+#if defined(__CUDA_ARCH__)
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two & 0xFFFFu), __NV_E4M3);
+  const float2 f = __half22float2(__half2(h));
+  const __nv_bfloat162 r = __floats2bfloat162_rn(f.x, f.y);
+  return *reinterpret_cast<const uint32_t*>(&r);
+#else
+  return host_bf16_bits(decode_e4m3(two & 0xFFu)) | (host_bf16_bits(decode_e4m3((two >> 8) & 0xFFu)) << 16);
+#endif
+}
+
+// The NVFP4 block scale of a tile as bf16x2 {s, s} (exact: e4m3 fits in bf16).
+FP4_LINEAR_HD uint32_t fp4_scale_pair(uint32_t scale_byte) {
+  const uint32_t s = e4m3x2_to_bf16x2(scale_byte & 0xFFu) & 0xFFFFu;
+  return s | (s << 16);
+}
+
+// bf16 of |e2m1| for magnitude codes 0..7 {0, .5, 1, 1.5, 2, 3, 4, 6}: high bytes of codes 0-3 and
+// 4-7, low bytes of codes 0-3 and 4-7 (prmt lookup tables).
+inline constexpr uint32_t kE2m1HiA = 0x3F3F3F00u, kE2m1HiB = 0x40404040u;
+inline constexpr uint32_t kE2m1LoA = 0xC0800000u, kE2m1LoB = 0xC0804000u;
+
+// Register b (values 2b, 2b + 1) of k16 tile j's B fragment, from the word fragment_word(kind, j, b)
+// (kFp4: scale2 = fp4_scale_pair of the tile's block scale). Every result is exact in bf16.
+FP4_LINEAR_HD uint32_t fragment_pair(PackedKind kind, uint32_t word, int j, int b, uint32_t scale2) {
   switch (kind) {
     case PackedKind::kBf16:
-      return bits_to_float(code << 16);
+      return word;
     case PackedKind::kFp8:
-      return decode_e4m3(code);
-    case PackedKind::kFp4:
-      return decode_e2m1(code) * fp4_scale;
-    case PackedKind::kInt4:
-      return static_cast<float>(static_cast<int>(code) - 8);
+      return e4m3x2_to_bf16x2(word >> (16 * b));
+    case PackedKind::kInt4: {
+      // bf16 0x4300 | q is 128 + q (q < 16 fits the 7 mantissa bits); minus 136 gives q - 8.
+      const int p = 2 * (j & 1) + b;
+      return bf16x2_sub(((word >> (4 * p)) & 0x000F000Fu) | 0x43004300u, 0x43084308u);
+    }
+    case PackedKind::kFp4: {
+      const int p = 2 * (j & 1) + b;
+      const uint32_t sel = (word >> (16 * (j & 1))) & 0x7777u;  // the tile's 4 magnitude codes
+      const uint32_t hi = byte_perm(kE2m1HiA, kE2m1HiB, sel), lo = byte_perm(kE2m1LoA, kE2m1LoB, sel);
+      // {lo, hi} bytes of values 2b and 2b + 1 -> one bf16x2; then the two signs.
+      const uint32_t mag = byte_perm(lo, hi, b == 0 ? 0x5140u : 0x7362u);
+      return bf16x2_mul(mag | ((word << (4 * p)) & 0x80008000u), scale2);
+    }
   }
-  return 0.0f;
+  return 0;
 }
 
 // ---- the grouped (MoE) launch's row tiles ----------------------------------------------------
@@ -179,12 +302,12 @@ PackedKind packed_kind(WeightLayout format);
 // 16 nor a multiple of 128).
 PackedLinear pack_linear(const WeightView& w);
 
-// The raw code of value i of k16 tile j of lane `lane` of (tile, step), read back through the shared
-// index math (what the kernel's registers hold before decoding).
-uint32_t packed_code(const PackedLinear& p, int64_t tile, int64_t step, int lane, int j, int i);
-// The dequantized W(n, k) the kernel uses, read back through the same functions: decode_value of the
-// code (with its NVFP4 block scale) times the unit scale where there is one; tensor_scale not
-// applied (as dequantize_rows_unscaled). (n, k) in the padded range read as 0.
+// The value the kernel's B register holds for value i of k16 tile j of lane `lane` of (tile, step)
+// (bf16-exact, unit scale not applied), read back through fragment_word and fragment_pair.
+float packed_fragment_value(const PackedLinear& p, int64_t tile, int64_t step, int lane, int j, int i);
+// The dequantized W(n, k) the kernel uses: packed_fragment_value at (n, k) times the unit scale
+// where there is one; tensor_scale not applied (as dequantize_rows_unscaled). (n, k) in the padded
+// range reads as 0.
 float packed_weight_value(const PackedLinear& p, int64_t n, int64_t k);
 
 }  // namespace fp4serve::kernels::cuda

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -111,12 +112,58 @@ TEST(CudaLinearPack, FragmentSlotsCoverEachValueOnce) {
           ASSERT_LT(dn, kTileN);
           ASSERT_LT(dk, kStepK);
           EXPECT_TRUE(nk.insert({dn, dk}).second);
-          const int word = value_word(bits, j, i), shift = value_shift(bits, j, i);
+          // The code's bits (all ones) in its word: no two values share a bit.
+          const int word = value_word(bits, j, i);
           ASSERT_LT(word, 4 * vecs_per_step(kind));
-          ASSERT_LE(shift + bits, 32);
-          EXPECT_TRUE(slots.insert({lane, word, shift}).second);
+          EXPECT_EQ(word, fragment_word(kind, j, i >> 1));
+          const uint32_t placed = place_code(kind, j, i, ~0u);
+          EXPECT_EQ(__builtin_popcount(placed), bits);
+          for (int bit = 0; bit < 32; ++bit)
+            if (placed >> bit & 1u) EXPECT_TRUE(slots.insert({lane, word, bit}).second);
         }
     EXPECT_EQ(nk.size(), size_t{kTileN * kStepK});
+  }
+}
+
+// The register decoders over every code (and, for NVFP4, every block scale) in every position of a
+// word, against float_formats.h's reference decoding; the other values of the word are random, so
+// a decoder that reads a neighbour's bits fails.
+TEST(CudaLinearPack, FragmentDecodersAreExactForEveryCode) {
+  std::mt19937 rng(7);
+  for (PackedKind kind : {PackedKind::kBf16, PackedKind::kFp8, PackedKind::kFp4, PackedKind::kInt4}) {
+    const int bits = value_bits(kind);
+    const uint32_t codes = kind == PackedKind::kBf16 ? 65536u : 1u << bits;
+    int bad = 0;
+    for (int j = 0; j < kTilesPerStep; ++j)
+      for (int i = 0; i < 4; ++i)
+        for (uint32_t code = 0; code < codes; code += (kind == PackedKind::kBf16 ? 7u : 1u)) {
+          // Random neighbours: every other value of the word gets a random code.
+          uint32_t word = 0;
+          for (int i2 = 0; i2 < 4; ++i2)
+            for (int j2 = 0; j2 < kTilesPerStep; ++j2)
+              if (value_word(bits, j2, i2) == value_word(bits, j, i) && !(j2 == j && i2 == i))
+                word |= place_code(kind, j2, i2, static_cast<uint32_t>(rng()));
+          word |= place_code(kind, j, i, code);
+          const int scales = kind == PackedKind::kFp4 ? 256 : 1;
+          for (int sc = 0; sc < scales; ++sc) {
+            if ((sc & 0x7F) == 0x7F) continue;  // NaN scales: not a checkpoint's
+            const uint32_t pair = fragment_pair(kind, word, j, i >> 1, fp4_scale_pair(static_cast<uint32_t>(sc)));
+            const float got = bits_to_float(((pair >> (16 * (i & 1))) & 0xFFFFu) << 16);
+            float want = 0;
+            switch (kind) {
+              case PackedKind::kBf16: want = fp4serve::bf16_to_f32(static_cast<uint16_t>(code)); break;
+              case PackedKind::kFp8: want = e4m3_to_f32(static_cast<uint8_t>(code)); break;
+              case PackedKind::kInt4: want = static_cast<float>(static_cast<int>(code) - 8); break;
+              case PackedKind::kFp4:
+                want = e2m1_to_f32(static_cast<uint8_t>(code)) * e4m3_to_f32(static_cast<uint8_t>(sc));
+                break;
+            }
+            if (!same_value(got, want) && ++bad <= 5)
+              ADD_FAILURE() << "kind " << static_cast<int>(kind) << " tile " << j << " value " << i << " code " << code
+                            << " scale " << sc << ": " << got << " != " << want;
+          }
+        }
+    EXPECT_EQ(bad, 0) << "kind " << static_cast<int>(kind);
   }
 }
 
@@ -160,10 +207,7 @@ std::vector<float> emulate_kernel(const PackedLinear& p, const std::vector<float
             // The unscaled value: the B fragment the kernel decodes (unit scale applied below).
             const int dn = static_cast<int>(n % kTileN), r = kk;
             const int lane = dn * 4 + (r % 8) / 2, i = (r & 1) + (r >= 8 ? 2 : 0);
-            float fp4_scale = 1.0f;
-            if (p.kind == PackedKind::kFp4)
-              fp4_scale = decode_e4m3(p.fp4_scales[static_cast<size_t>(fp4_scale_index(tile, p.steps, s, dn) + j)]);
-            const float wv = decode_value(p.kind, packed_code(p, tile, s, lane, j, i), fp4_scale);
+            const float wv = packed_fragment_value(p, tile, s, lane, j, i);
             tile_sum += xv * wv;
           }
           if (p.unit_tiles) {
