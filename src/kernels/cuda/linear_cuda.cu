@@ -41,46 +41,53 @@ T* upload_weight(CudaContext& ctx, const std::vector<T>& host, const char* what)
   return static_cast<T*>(d);
 }
 
+// Calls f.template operator()<KIND, UNITS>() for a weight's kernel instantiation.
+template <class F>
+void with_kernel(PackedKind kind, bool units, F&& f) {
+  switch (kind) {
+    case PackedKind::kBf16:
+      f.template operator()<PackedKind::kBf16, false>();
+      break;
+    case PackedKind::kFp8:
+      if (units)
+        f.template operator()<PackedKind::kFp8, true>();
+      else
+        f.template operator()<PackedKind::kFp8, false>();
+      break;
+    case PackedKind::kFp4:
+      f.template operator()<PackedKind::kFp4, false>();
+      break;
+    case PackedKind::kInt4:
+      f.template operator()<PackedKind::kInt4, true>();
+      break;
+  }
+}
+
+// Above 48 KB a kernel must opt in to its dynamic shared memory: once per instantiation and
+// process (one device per process), at load time (prepare_linear) rather than inside a step.
 template <PackedKind KIND, bool UNITS>
-void launch_kind(CudaContext& ctx, const LinearLaunch& p, dim3 grid, const char* op) {
+void opt_in_smem(const char* op) {
   constexpr std::size_t kSmem = linear_smem_bytes(KIND);
-  // Above 48 KB a kernel must opt in to its dynamic shared memory (once per process; one device).
   static const cudaError_t opt_in =
       kSmem > kMaxSmemDefault ? cudaFuncSetAttribute(linear_mma_kernel<KIND, UNITS>,
                                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                      static_cast<int>(kSmem))
                               : cudaSuccess;
   check(opt_in, op, "shared memory opt-in");
-  linear_mma_kernel<KIND, UNITS><<<grid, kLinearThreads, kSmem, ctx.stream>>>(p);
 }
 
-// The launch for one weight geometry (p's weight fields set by the caller).
-void launch(CudaContext& ctx, const CudaLinear& w, LinearLaunch p, int64_t row_tiles, const char* op,
-            const TensorView& x, const TensorView& out) {
-  p.n = w.n;
+// One launch of the kernel of `w`'s kind over p's outputs (p.outs[*].first_block set) or tiles.
+void launch(CudaContext& ctx, const CudaLinear& w, LinearLaunch p, int64_t column_blocks, int64_t row_tiles,
+            const char* op, const TensorView& x) {
   p.k = w.k;
-  p.n_pad = w.n_pad;
   p.steps = w.steps;
   p.unit_tiles = w.unit_tiles;
-  const dim3 grid(static_cast<unsigned>(w.n_pad / kBlockN), static_cast<unsigned>(row_tiles));
-  switch (w.kind) {
-    case PackedKind::kBf16:
-      launch_kind<PackedKind::kBf16, false>(ctx, p, grid, op);
-      break;
-    case PackedKind::kFp8:
-      if (w.unit_tiles)
-        launch_kind<PackedKind::kFp8, true>(ctx, p, grid, op);
-      else
-        launch_kind<PackedKind::kFp8, false>(ctx, p, grid, op);
-      break;
-    case PackedKind::kFp4:
-      launch_kind<PackedKind::kFp4, false>(ctx, p, grid, op);
-      break;
-    case PackedKind::kInt4:
-      launch_kind<PackedKind::kInt4, true>(ctx, p, grid, op);
-      break;
-  }
-  check_launch(op, x, out, weight_layout_name(w.format));
+  const dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(row_tiles));
+  with_kernel(w.kind, w.unit_tiles != 0, [&]<PackedKind KIND, bool UNITS>() {
+    opt_in_smem<KIND, UNITS>(op);
+    linear_mma_kernel<KIND, UNITS><<<grid, kLinearThreads, linear_smem_bytes(KIND), ctx.stream>>>(p);
+  });
+  check_launch(op, x, weight_layout_name(w.format));
 }
 
 bool x_allows_vec16(const TensorView& x, int64_t k) {
@@ -147,6 +154,7 @@ LinearHandle prepare_linear(CudaContext& ctx, const WeightView& w) {
   l.dev.unit_scales = upload_weight(ctx, p.unit_scales, "linear scales");
   l.dev.fp4_scales = upload_weight(ctx, p.fp4_scales, "linear block scales");
   l.dev.tensor_scale = p.tensor_scale;
+  with_kernel(l.kind, l.unit_tiles != 0, [&]<PackedKind KIND, bool UNITS>() { opt_in_smem<KIND, UNITS>("prepare_linear"); });
   return LinearHandle{ctx.keep(l), w.n, w.k, w.format};
 }
 
@@ -162,17 +170,34 @@ void linears(CudaContext& ctx, const TensorView& x, std::span<const LinearOut> o
   const int64_t row_tiles = (M + kBlockM - 1) / kBlockM;
   if (row_tiles > kMaxGridY) throw std::invalid_argument("linears: " + std::to_string(M) + " rows exceed one launch");
   if (M == 0) return;
-  for (const LinearOut& o : outs) {
-    const CudaLinear& w = linear_of(o.w, "linears");
+  // Outputs of one kernel instantiation share a launch (up to kMaxLaunchOutputs): q/k/v, gate/up.
+  // Each output's blocks compute exactly what they would alone.
+  std::vector<bool> done(outs.size(), false);
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    if (done[i]) continue;
+    const CudaLinear& lead = linear_of(outs[i].w, "linears");
     LinearLaunch p;
-    p.single = w.dev;
+    p.outputs = 0;
+    int64_t blocks = 0;
+    for (std::size_t j = i; j < outs.size() && p.outputs < kMaxLaunchOutputs; ++j) {
+      const CudaLinear& w = linear_of(outs[j].w, "linears");
+      if (done[j] || w.kind != lead.kind || w.unit_tiles != lead.unit_tiles) continue;
+      LinearOutDev& o = p.outs[p.outputs++];
+      o.w = w.dev;
+      o.y = outs[j].out.as<float>();
+      o.ldy = outs[j].out.stride[0];
+      o.n = w.n;
+      o.n_pad = w.n_pad;
+      o.first_block = static_cast<int32_t>(blocks);
+      blocks += w.n_pad / kBlockN;
+      done[j] = true;
+    }
+    if (blocks > INT32_MAX) throw std::invalid_argument("linears: outputs too wide for one launch");
     p.x = x.as<const uint16_t>();
     p.ldx = K;
     p.m = M;
-    p.y = o.out.as<float>();
-    p.ldy = o.out.stride[0];
     p.x_vec16 = x_allows_vec16(x, K);
-    launch(ctx, w, p, row_tiles, "linears", x, o.out);
+    launch(ctx, lead, p, blocks, row_tiles, "linears", x);
   }
 }
 
@@ -214,16 +239,18 @@ void grouped_linear(CudaContext& ctx, const GroupedLinear& g, const TensorView& 
   linear_tiles_kernel<<<1, kTileThreads, 0, ctx.stream>>>(offsets, static_cast<int>(gl.experts), R, bound, tiles, count);
   check_launch("grouped_linear tiles", x, out);
   LinearLaunch p;
+  p.outs[0].y = out.as<float>();
+  p.outs[0].ldy = out.stride[0];
+  p.outs[0].n = gl.shape.n;
+  p.outs[0].n_pad = gl.shape.n_pad;
   p.table = gl.table;
   p.tiles = tiles;
   p.tile_count = count;
   p.x = x.as<const uint16_t>();
   p.ldx = gl.shape.k;
   p.m = R;
-  p.y = out.as<float>();
-  p.ldy = out.stride[0];
   p.x_vec16 = x_allows_vec16(x, gl.shape.k);
-  launch(ctx, gl.shape, p, bound, "grouped_linear", x, out);
+  launch(ctx, gl.shape, p, gl.shape.n_pad / kBlockN, bound, "grouped_linear", x);
 }
 
 }  // namespace fp4serve::kernels::cuda

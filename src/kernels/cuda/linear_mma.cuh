@@ -31,19 +31,30 @@ struct LinearTile {
   int32_t expert = 0, row0 = 0, rows = 0, pad = 0;
 };
 
-struct LinearLaunch {
-  LinearWeightDev single;               // the weight when tiles == nullptr
-  const LinearWeightDev* table = nullptr;  // grouped: the experts' weights
-  const LinearTile* tiles = nullptr;    // grouped: the row tiles, *tile_count of them
-  const int32_t* tile_count = nullptr;
-  const uint16_t* x = nullptr;          // bf16 [rows, ldx]
-  int64_t ldx = 0;
-  int64_t m = 0;                        // rows of x (plain launch)
-  float* y = nullptr;                   // f32 [rows, ldy]
+// One output of a launch: its weight (plain launches), where it goes, and its first column block.
+struct LinearOutDev {
+  LinearWeightDev w;
+  float* y = nullptr;  // f32 [rows, ldy]
   int64_t ldy = 0;
-  int32_t n = 0, k = 0, n_pad = 0, steps = 0;
-  int32_t unit_tiles = 0;               // 0: no unit scales
-  bool x_vec16 = false;                 // x rows and ldx allow 16-byte loads (k % 8 == 0, aligned)
+  int32_t n = 0, n_pad = 0;
+  int32_t first_block = 0;  // blocks [first_block, next output's first_block) of grid.x
+};
+
+// Outputs of one plain launch (linears() groups the outputs of one kind up to this many).
+inline constexpr int kMaxLaunchOutputs = 4;
+
+struct LinearLaunch {
+  LinearOutDev outs[kMaxLaunchOutputs];
+  int32_t outputs = 1;
+  const LinearWeightDev* table = nullptr;  // grouped: the experts' weights (outs[0] without its w)
+  const LinearTile* tiles = nullptr;       // grouped: the row tiles, *tile_count of them
+  const int32_t* tile_count = nullptr;
+  const uint16_t* x = nullptr;             // bf16 [rows, ldx]
+  int64_t ldx = 0;
+  int64_t m = 0;                           // rows of x (plain launch)
+  int32_t k = 0, steps = 0;
+  int32_t unit_tiles = 0;                  // 0: no unit scales
+  bool x_vec16 = false;                    // x rows and ldx allow 16-byte loads (k % 8 == 0, aligned)
 };
 
 // Dynamic shared memory of one block: x's 16 rows of a chunk (bf16, rows padded by 8 so that the
@@ -107,7 +118,7 @@ __device__ __forceinline__ void stage_x(const LinearLaunch& p, int64_t row0, int
 
 }  // namespace linear_detail
 
-// Grid: x = n_pad / 16 column blocks, y = row tiles (plain: ceil(M / 16); grouped: the tile bound,
+// Grid: x = the outputs' n_pad / 16 column blocks one after the other, y = row tiles (plain: ceil(M / 16); grouped: the tile bound,
 // blocks past *tile_count return at once). Block: kLinearThreads. Dynamic smem: linear_smem_bytes.
 template <PackedKind KIND, bool UNITS>
 __global__ void __launch_bounds__(kLinearThreads) linear_mma_kernel(const LinearLaunch p) {
@@ -117,8 +128,14 @@ __global__ void __launch_bounds__(kLinearThreads) linear_mma_kernel(const Linear
   extern __shared__ uint4 linear_smem[];
   uint16_t* xs = reinterpret_cast<uint16_t*>(linear_smem);
 
-  // The block's weight and rows (uniform over the block: an early return skips every barrier).
-  LinearWeightDev wt;
+  // The block's output (selected with constant indices only: a dynamic index into the parameter
+  // array would copy it to local memory), weight and rows, all uniform over the block (an early
+  // return skips every barrier).
+  LinearOutDev out = p.outs[0];
+#pragma unroll
+  for (int o = 1; o < kMaxLaunchOutputs; ++o)
+    if (o < p.outputs && static_cast<int>(blockIdx.x) >= p.outs[o].first_block) out = p.outs[o];
+  LinearWeightDev wt = out.w;
   int64_t row0;
   int rows;
   if (p.tiles != nullptr) {
@@ -128,7 +145,6 @@ __global__ void __launch_bounds__(kLinearThreads) linear_mma_kernel(const Linear
     row0 = tile.row0;
     rows = tile.rows;
   } else {
-    wt = p.single;
     row0 = static_cast<int64_t>(blockIdx.y) * kBlockM;
     const int64_t left = p.m - row0;
     rows = left < kBlockM ? static_cast<int>(left) : kBlockM;
@@ -136,7 +152,7 @@ __global__ void __launch_bounds__(kLinearThreads) linear_mma_kernel(const Linear
 
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, t = lane & 3;
-  const int64_t tile0 = static_cast<int64_t>(blockIdx.x) * kBlockTilesN;
+  const int64_t tile0 = static_cast<int64_t>(static_cast<int>(blockIdx.x) - out.first_block) * kBlockTilesN;
 
   float acc[kBlockTilesN][4];
   float part[kBlockTilesN][4];
@@ -199,7 +215,7 @@ __global__ void __launch_bounds__(kLinearThreads) linear_mma_kernel(const Linear
 #pragma unroll
             for (int nt = 0; nt < kBlockTilesN; ++nt) {
               const float2 sc =
-                  __ldg(reinterpret_cast<const float2*>(wt.unit_scales + u * p.n_pad + (tile0 + nt) * kTileN + 2 * t));
+                  __ldg(reinterpret_cast<const float2*>(wt.unit_scales + u * out.n_pad + (tile0 + nt) * kTileN + 2 * t));
               acc[nt][0] = fmaf(part[nt][0], sc.x, acc[nt][0]);
               acc[nt][1] = fmaf(part[nt][1], sc.y, acc[nt][1]);
               acc[nt][2] = fmaf(part[nt][2], sc.x, acc[nt][2]);
@@ -232,7 +248,7 @@ __global__ void __launch_bounds__(kLinearThreads) linear_mma_kernel(const Linear
   const int nt = reg / 4, c = reg % 4;
   const int row = (l >> 2) + (c >> 1) * 8;
   const int64_t col = (tile0 + nt) * kTileN + 2 * (l & 3) + (c & 1);
-  if (row < rows && col < p.n) p.y[(row0 + row) * p.ldy + col] = v;
+  if (row < rows && col < out.n) out.y[(row0 + row) * out.ldy + col] = v;
 }
 
 }  // namespace fp4serve::kernels::cuda
