@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cpu/thread_pool.h"
 #include "tensor/float_formats.h"
 
 namespace fp4serve::kernels::cuda {
@@ -13,26 +14,67 @@ std::string describe(const WeightView& w) {
   return std::string(weight_layout_name(w.format)) + " [" + std::to_string(w.n) + ", " + std::to_string(w.k) + "]";
 }
 
-// The raw code of W(n, k) as the kernel's decoder takes it (n < N, k < K).
-uint32_t code_of(const WeightView& w, int64_t n, int64_t k) {
+// Fills p.words from `code_at(n, k)` (the raw code of W(n, k) for n < N, k < K), column tiles in
+// parallel (each tile's words are its own). The format is a template parameter so that the inner
+// loop has no per-value dispatch: the model's ~35e9 expert weights are packed at every start.
+template <PackedKind KIND, class CodeAt>
+void pack_words(PackedLinear& p, uint32_t zero, CodeAt code_at) {
+  constexpr int kBits = value_bits(KIND), kVecs = vecs_per_step(KIND), kWords = 4 * kVecs;
+  cpu::parallel_for(p.n_tiles, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t tile = t0; tile < t1; ++tile)
+      for (int64_t step = 0; step < p.steps; ++step)
+        for (int lane = 0; lane < 32; ++lane) {
+          const int64_t n = tile * kTileN + value_dn(lane), k0 = step * kStepK;
+          const bool row_in = n < p.n, all_in = row_in && k0 + kStepK <= p.k;
+          uint32_t words[kWords] = {};
+#pragma GCC unroll 8
+          for (int j = 0; j < kTilesPerStep; ++j)
+#pragma GCC unroll 4
+            for (int i = 0; i < 4; ++i) {
+              const int64_t k = k0 + value_dk(lane, j, i);
+              const uint32_t code = (all_in || (row_in && k < p.k)) ? code_at(n, k) : zero;
+              words[value_word(kBits, j, i)] |= place_code(KIND, j, i, code);
+            }
+          // The lane's vector q starts q * 32 vectors (q * 128 words) after its vector 0.
+          uint32_t* dst = p.words.data() + vector_index(tile, p.steps, step, kVecs, 0, lane) * 4;
+          for (int w = 0; w < kWords; ++w) dst[(w / 4) * 32 * 4 + w % 4] = words[w];
+        }
+  });
+}
+
+void pack_codes(PackedLinear& p, const WeightView& w, uint32_t zero) {
   const auto* u8 = static_cast<const uint8_t*>(w.data);
+  const int64_t ld = w.ld;
   switch (w.format) {
-    case WeightLayout::kBf16:
-      return static_cast<const uint16_t*>(w.data)[n * w.ld + k];
+    case WeightLayout::kBf16: {
+      const auto* u16 = static_cast<const uint16_t*>(w.data);
+      pack_words<PackedKind::kBf16>(p, zero, [=](int64_t n, int64_t k) -> uint32_t { return u16[n * ld + k]; });
+      break;
+    }
     case WeightLayout::kFp8Tensor:
     case WeightLayout::kFp8Block:
-      return u8[n * w.ld + k];
+      pack_words<PackedKind::kFp8>(p, zero, [=](int64_t n, int64_t k) -> uint32_t { return u8[n * ld + k]; });
+      break;
     case WeightLayout::kNvfp4:
-    case WeightLayout::kInt4Packed: {
-      const uint8_t byte = u8[n * (w.ld / 2) + k / 2];
-      return (k & 1) ? (byte >> 4) : (byte & 0xF);
-    }
+      pack_words<PackedKind::kFp4>(p, zero, [=](int64_t n, int64_t k) -> uint32_t {
+        const uint8_t byte = u8[n * (ld / 2) + k / 2];
+        return (k & 1) ? (byte >> 4) : (byte & 0xF);
+      });
+      break;
+    case WeightLayout::kInt4Packed:
+      pack_words<PackedKind::kInt4>(p, zero, [=](int64_t n, int64_t k) -> uint32_t {
+        const uint8_t byte = u8[n * (ld / 2) + k / 2];
+        return (k & 1) ? (byte >> 4) : (byte & 0xF);
+      });
+      break;
     case WeightLayout::kInt4Gptq: {
-      const auto word = static_cast<uint32_t>(static_cast<const int32_t*>(w.data)[(k / 8) * w.ld + n]);
-      return (word >> (4 * (k % 8))) & 0xF;
+      const auto* q = static_cast<const int32_t*>(w.data);
+      pack_words<PackedKind::kInt4>(p, zero, [=](int64_t n, int64_t k) -> uint32_t {
+        return (static_cast<uint32_t>(q[(k / 8) * ld + n]) >> (4 * (k % 8))) & 0xF;
+      });
+      break;
     }
   }
-  return 0;
 }
 
 // The code of a padding position: the value 0 (int4's zero point is 8).
@@ -99,23 +141,8 @@ PackedLinear pack_linear(const WeightView& w) {
   p.unit_tiles = unit_tiles_for(w);
   p.tensor_scale = (w.format == WeightLayout::kFp8Tensor || w.format == WeightLayout::kNvfp4) ? w.tensor_scale : 1.0f;
 
-  const int bits = value_bits(p.kind), vecs = vecs_per_step(p.kind);
-  const uint32_t zero = zero_code(p.kind);
-  p.words.assign(static_cast<size_t>(p.n_tiles * p.steps * vecs * 32 * 4), 0u);
-  for (int64_t tile = 0; tile < p.n_tiles; ++tile)
-    for (int64_t step = 0; step < p.steps; ++step)
-      for (int lane = 0; lane < 32; ++lane) {
-        const int64_t n = tile * kTileN + value_dn(lane);
-        // The lane's vector q starts q * 32 vectors (q * 128 words) after its vector 0.
-        uint32_t* lane_words = p.words.data() + vector_index(tile, p.steps, step, vecs, 0, lane) * 4;
-        for (int j = 0; j < kTilesPerStep; ++j)
-          for (int i = 0; i < 4; ++i) {
-            const int64_t k = step * kStepK + value_dk(lane, j, i);
-            const uint32_t code = (n < w.n && k < w.k) ? code_of(w, n, k) : zero;
-            const int word = value_word(bits, j, i);
-            lane_words[(word / 4) * 32 * 4 + word % 4] |= place_code(p.kind, j, i, code);
-          }
-      }
+  p.words.resize(static_cast<size_t>(p.n_tiles * p.steps * vecs_per_step(p.kind) * 32 * 4));  // every word written
+  pack_codes(p, w, zero_code(p.kind));
 
   if (p.kind == PackedKind::kFp4) {
     p.fp4_scales.assign(static_cast<size_t>(p.n_tiles * p.steps * kTileN * kTilesPerStep), 0);
