@@ -172,32 +172,32 @@ void linears(CudaContext& ctx, const TensorView& x, std::span<const LinearOut> o
   if (M == 0) return;
   // Outputs of one kernel instantiation share a launch (up to kMaxLaunchOutputs): q/k/v, gate/up.
   // Each output's blocks compute exactly what they would alone.
-  std::vector<bool> done(outs.size(), false);
-  for (std::size_t i = 0; i < outs.size(); ++i) {
-    if (done[i]) continue;
-    const CudaLinear& lead = linear_of(outs[i].w, "linears");
+  std::vector<LaunchKey> keys;
+  for (const LinearOut& o : outs) {
+    const CudaLinear& w = linear_of(o.w, "linears");
+    keys.push_back({w.kind, w.unit_tiles});
+  }
+  for (const std::vector<int>& group : plan_launches(keys, kMaxLaunchOutputs)) {
     LinearLaunch p;
     p.outputs = 0;
     int64_t blocks = 0;
-    for (std::size_t j = i; j < outs.size() && p.outputs < kMaxLaunchOutputs; ++j) {
-      const CudaLinear& w = linear_of(outs[j].w, "linears");
-      if (done[j] || w.kind != lead.kind || w.unit_tiles != lead.unit_tiles) continue;
+    for (int j : group) {
+      const CudaLinear& w = linear_of(outs[static_cast<size_t>(j)].w, "linears");
       LinearOutDev& o = p.outs[p.outputs++];
       o.w = w.dev;
-      o.y = outs[j].out.as<float>();
-      o.ldy = outs[j].out.stride[0];
+      o.y = outs[static_cast<size_t>(j)].out.as<float>();
+      o.ldy = outs[static_cast<size_t>(j)].out.stride[0];
       o.n = w.n;
       o.n_pad = w.n_pad;
       o.first_block = static_cast<int32_t>(blocks);
       blocks += w.n_pad / kBlockN;
-      done[j] = true;
     }
     if (blocks > INT32_MAX) throw std::invalid_argument("linears: outputs too wide for one launch");
     p.x = x.as<const uint16_t>();
     p.ldx = K;
     p.m = M;
     p.x_vec16 = x_allows_vec16(x, K);
-    launch(ctx, lead, p, blocks, row_tiles, "linears", x);
+    launch(ctx, linear_of(outs[static_cast<size_t>(group[0])].w, "linears"), p, blocks, row_tiles, "linears", x);
   }
 }
 

@@ -188,4 +188,20 @@ float packed_weight_value(const PackedLinear& p, int64_t n, int64_t k) {
   return v;
 }
 
+std::vector<std::vector<int>> plan_launches(const std::vector<LaunchKey>& outputs, int max_per_launch) {
+  std::vector<std::vector<int>> launches;
+  std::vector<bool> placed(outputs.size(), false);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (placed[i]) continue;
+    std::vector<int> group;
+    for (size_t j = i; j < outputs.size() && static_cast<int>(group.size()) < max_per_launch; ++j)
+      if (!placed[j] && outputs[j].kind == outputs[i].kind && outputs[j].unit_tiles == outputs[i].unit_tiles) {
+        group.push_back(static_cast<int>(j));
+        placed[j] = true;
+      }
+    launches.push_back(std::move(group));
+  }
+  return launches;
+}
+
 }  // namespace fp4serve::kernels::cuda

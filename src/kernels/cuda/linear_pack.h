@@ -310,4 +310,13 @@ float packed_fragment_value(const PackedLinear& p, int64_t tile, int64_t step, i
 // range reads as 0.
 float packed_weight_value(const PackedLinear& p, int64_t n, int64_t k);
 
+// linears(): which outputs share a launch. Outputs with the same kernel instantiation (kind, and
+// unit_tiles, which is 0 or not per instantiation and must be equal within a launch) go together
+// in their order, at most `max_per_launch` per launch; each launch lists its outputs' indices.
+struct LaunchKey {
+  PackedKind kind = PackedKind::kBf16;
+  int unit_tiles = 0;
+};
+std::vector<std::vector<int>> plan_launches(const std::vector<LaunchKey>& outputs, int max_per_launch);
+
 }  // namespace fp4serve::kernels::cuda

@@ -247,6 +247,19 @@ TEST(CudaLinearPack, EmulatedScheduleMatchesTheCpuLinear) {
     }
 }
 
+// linears() launches: one per kernel instantiation, outputs in order, never more than the launch
+// holds, every output exactly once.
+TEST(CudaLinearPack, LaunchPlanGroupsOutputsOfOneKernel) {
+  using K = PackedKind;
+  const std::vector<LaunchKey> keys = {{K::kBf16, 0}, {K::kFp4, 0}, {K::kInt4, 8}, {K::kBf16, 0},
+                                       {K::kFp8, 0},  {K::kFp8, 8}, {K::kFp4, 0},  {K::kInt4, 2},
+                                       {K::kBf16, 0}, {K::kBf16, 0}, {K::kBf16, 0}};
+  const auto plan = plan_launches(keys, 4);
+  const std::vector<std::vector<int>> want = {{0, 3, 8, 9}, {1, 6}, {2}, {4}, {5}, {7}, {10}};
+  EXPECT_EQ(plan, want);
+  EXPECT_TRUE(plan_launches({}, 4).empty());
+}
+
 TEST(CudaLinearPack, GroupedTileBoundCoversEverySplit) {
   // Worst cases: every expert with one row, or with 17 rows (two tiles each).
   for (int64_t experts : {1, 8, 256})
