@@ -8,8 +8,8 @@
 // W is cut into n8 tiles (8 output columns) and K steps of 128 (8 mma k16 tiles). For one
 // (n8 tile, step), lane l of a warp holds, for each k16 tile j (0..7), the 4 values of its mma B
 // fragment: column n = l / 4, rows k = 16 j + 2 (l % 4) + {0, 1, 8, 9} (value i = 0..3). Those
-// 32 values are packed back to back (value (j, i) at bit (4 j + i) * bits) into the lane's
-// 16-byte vectors: bf16 4 vectors, fp8 2, 4-bit 1 per step. Vector q of lane l of
+// 32 values fill the lane's 16-byte vectors (bf16 4 vectors, fp8 2, 4-bit 1 per step), value
+// (j, i) in word value_word at the bits place_code gives (per kind, below). Vector q of lane l of
 // (tile, step) is vecs[((tile * steps + step) * vecs_per_step + q) * 32 + l]: a warp's loads of a
 // step are contiguous 512-byte lines.
 //
