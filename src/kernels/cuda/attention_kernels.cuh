@@ -125,22 +125,45 @@ __device__ __forceinline__ void load_tile(Smem& sm, int kvh, int D, int64_t key0
   }
 }
 
-// kernel_table.h's dot(q, k) over D elements: the warp's lanes are the CPU's 32 accumulators.
-// Lane 0 returns the result (the other lanes partial sums).
-__device__ __forceinline__ float dot_canonical(const float (&qreg)[kLaneElems], const uint16_t* krow, int D, int lane) {
-  float acc = 0.0f;
+// kernel_table.h's dot(q, K_k) for the tile's 32 keys k at once: lane l holds the CPU's accumulator l
+// of every key (d = l, l + 32, ... with fmaf), then the halving tree 16, 8, 4, 2, 1 runs for all keys
+// together by a transposing exchange: at the level of offset o, lanes l and l ^ o hold the same 2o
+// keys' partial sums of tree positions p and p + o (p = l mod o); each keeps one half (the upper one
+// when bit o of l is set), adds its partner's value for it, and gives away the other half. The sums
+// are the tree's, pair for pair (an fp32 add is commutative), and lane l ends with key l's dot: 31
+// shuffles for 32 keys instead of 5 per key. Rows of the tile past the keys loaded give garbage
+// lanes that no caller stores.
+template <int kOffset>  // one level of the transposing tree (constant indices: v stays in registers)
+__device__ __forceinline__ void tree_level(float (&v)[kTileKeys], int lane) {
+  const bool upper = (lane & kOffset) != 0;
 #pragma unroll
-  for (int i = 0; i < kLaneElems; ++i) {
-    const int d = lane + 32 * i;
-    if (d < D) acc = fmaf(qreg[i], bf16_bits_to_f32(krow[d]), acc);
+  for (int i = 0; i < kOffset; ++i) {
+    const float give = upper ? v[i] : v[i + kOffset];
+    const float keep = upper ? v[i + kOffset] : v[i];
+    v[i] = keep + __shfl_xor_sync(0xFFFFFFFFu, give, kOffset);
   }
-  acc = acc + __shfl_down_sync(0xFFFFFFFFu, acc, 16);
-  acc = acc + __shfl_down_sync(0xFFFFFFFFu, acc, 8);
-  acc = acc + __shfl_down_sync(0xFFFFFFFFu, acc, 4);
-  acc = acc + __shfl_down_sync(0xFFFFFFFFu, acc, 2);
-  acc = acc + __shfl_down_sync(0xFFFFFFFFu, acc, 1);
-  return acc;
 }
+
+__device__ __forceinline__ float dot_tile_canonical(const float (&qreg)[kLaneElems], const Smem& sm, int D, int lane) {
+  float v[kTileKeys];
+#pragma unroll
+  for (int k = 0; k < kTileKeys; ++k) {
+    float acc = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kLaneElems; ++i) {
+      const int d = lane + 32 * i;
+      if (d < D) acc = fmaf(qreg[i], bf16_bits_to_f32(sm.tile[k][d]), acc);
+    }
+    v[k] = acc;
+  }
+  tree_level<16>(v, lane);
+  tree_level<8>(v, lane);
+  tree_level<4>(v, lane);
+  tree_level<2>(v, lane);
+  tree_level<1>(v, lane);
+  return v[0];
+}
+static_assert(kTileKeys == 32, "dot_tile_canonical maps the tile's keys onto the warp's lanes");
 
 __device__ __forceinline__ float finish_score(float dot, const OpArgs& A) {
   return A.eager ? round_bf16(__fmul_rn(round_bf16(dot), A.scale)) : __fmul_rn(dot, A.scale);
@@ -168,11 +191,9 @@ __device__ __forceinline__ void chunk_scores(Smem& sm, const OpArgs& A, int kvh,
         for (int d = 0; d < D; ++d) acc = __fadd_rn(acc, __fmul_rn(sm.q[warp][d], bf16_bits_to_f32(sm.tile[lane][d])));
         s[lane] = finish_score(acc, A);
       }
-    } else {
-      for (int jj = 0; jj < n; ++jj) {
-        const float dot = dot_canonical(qreg, sm.tile[jj], D, lane);
-        if (lane == 0) s[jj] = finish_score(dot, A);
-      }
+    } else if (n > 0) {
+      const float dot = dot_tile_canonical(qreg, sm, D, lane);
+      if (lane < n) s[lane] = finish_score(dot, A);
     }
   }
   __syncwarp();

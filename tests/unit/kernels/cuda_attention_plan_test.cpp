@@ -76,6 +76,42 @@ TEST(CudaAttentionNumerics, Bf16RoundingMatchesTheCpu) {
     EXPECT_EQ(f32_to_bf16_bits(from_bits(u)), fp4serve::f32_to_bf16(from_bits(u))) << std::hex << u;
 }
 
+// dot_tile_canonical's transposing halving tree (attention_kernels.cuh), emulated lane by lane: lane
+// k ends with key k's sum, and it is the CPU's reduce32 (kernels_scalar.cpp) of the 32 lanes'
+// accumulators, bit for bit.
+TEST(CudaAttentionNumerics, TransposedTreeIsTheCanonicalTree) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int trial = 0; trial < 50; ++trial) {
+    float acc[32][32];  // [lane][key]: lane l's accumulator for key k
+    for (auto& lane : acc)
+      for (float& x : lane) x = dist(rng) * std::ldexp(1.0f, static_cast<int>(rng() % 20) - 10);
+    float v[32][32];
+    std::memcpy(v, acc, sizeof(v));
+    for (int o = 16; o >= 1; o >>= 1) {
+      float give[32][16], keep[32][16];
+      for (int l = 0; l < 32; ++l)
+        for (int i = 0; i < o; ++i) {
+          const bool upper = (l & o) != 0;
+          give[l][i] = upper ? v[l][i] : v[l][i + o];
+          keep[l][i] = upper ? v[l][i + o] : v[l][i];
+        }
+      for (int l = 0; l < 32; ++l)
+        for (int i = 0; i < o; ++i) v[l][i] = keep[l][i] + give[l ^ o][i];  // __shfl_xor_sync(give, o)
+    }
+    for (int k = 0; k < 32; ++k) {
+      float a[32];
+      for (int l = 0; l < 32; ++l) a[l] = acc[l][k];
+      for (int i = 0; i < 16; ++i) a[i] = a[i] + a[i + 16];
+      for (int i = 0; i < 8; ++i) a[i] = a[i] + a[i + 8];
+      for (int i = 0; i < 4; ++i) a[i] = a[i] + a[i + 4];
+      for (int i = 0; i < 2; ++i) a[i] = a[i] + a[i + 2];
+      const float want = a[0] + a[1];
+      ASSERT_EQ(f32_bits(v[k][0]), f32_bits(want)) << "trial " << trial << " key " << k;
+    }
+  }
+}
+
 PlanSeq causal(int64_t rows, int64_t pos0, int hkv = 2, int group = 8) { return {rows, pos0, hkv, group, true}; }
 
 // Every (query, chunk) a sequence's queries need, each exactly once: from the fused items (all chunks
