@@ -5,9 +5,11 @@
 //
 // Scores: the paged (language model) attention uses the CPU's canonical dot (lane l accumulates
 // d = l, l + 32, ... with fmaf, then the halving tree 16, 8, 4, 2, 1: kernel_table.h's dot bit for
-// bit); the dense (vision) attention the CPU's scores_block (one lane per key: sum over d in order,
-// separate multiply and add). Then, as attention_softmax_row: kHfEager s = bf16(bf16(dot) * scale),
-// kFp32 s = dot * scale.
+// bit; a tile's 32 keys at once, dot_tile_canonical); the dense (vision) attention the CPU's
+// scores_block (one lane per key: sum over d in order, separate multiply and add). Then, as
+// attention_softmax_row: kHfEager s = bf16(bf16(dot) * scale), kFp32 s = dot * scale.
+// Outputs: o_d, lane l owning d = l, l + 32, ...: an fmaf chain over the chunk's keys in order
+// (kernel_table.h's weighted_sum), chunks folded in order (attention_plan.h).
 #pragma once
 
 #include <cuda_runtime.h>
