@@ -233,7 +233,7 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     plan_seqs.push_back({s.seq.rows, s.seq.pos0, kv.n_kv_heads, a.group, true});
   }
   if (args.empty()) return;
-  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), attn::kSplitBudgetBytes);
+  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), attn::split_budget(ctx.scratch.capacity()));
   for (std::size_t i = 0; i < args.size(); ++i) {
     args[i].nchunks = plan.seqs[i].nchunks;
     args[i].partial_base = plan.seqs[i].partial_base;

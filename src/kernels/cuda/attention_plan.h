@@ -30,7 +30,17 @@ inline constexpr int kTileKeys = 32;           // keys per shared-memory tile in
 inline constexpr int kQueriesPerBlock = 8;     // one warp per query
 inline constexpr int kMaxHeadDim = 256;        // 8 elements per lane
 inline constexpr int64_t kSplitMaxRows = 16;   // sequences with more new rows always take the fused path
-inline constexpr std::size_t kSplitBudgetBytes = std::size_t{128} << 20;  // partials of one op
+inline constexpr std::size_t kSplitBudgetBytes = std::size_t{128} << 20;  // partials of one op, at most
+inline constexpr std::size_t kMinSplitBudgetBytes = std::size_t{64} << 20;
+
+// The split budget of one op given the scratch arena's capacity (reserved at start-up): what is
+// reserved, within [kMinSplitBudgetBytes, kSplitBudgetBytes], so that a step within the limits does
+// not grow the arena. Which sequences go split changes no result, only the parallelism.
+constexpr std::size_t split_budget(std::size_t scratch_capacity) {
+  return scratch_capacity < kMinSplitBudgetBytes ? kMinSplitBudgetBytes
+         : scratch_capacity > kSplitBudgetBytes  ? kSplitBudgetBytes
+                                                 : scratch_capacity;
+}
 
 enum class ItemMode : int32_t { kFused = 0, kStats = 1, kOut = 2 };
 

@@ -218,6 +218,15 @@ TEST(CudaAttentionPlan, SplitBudgetFallsBackToFused) {
   expect_covers(plan, seqs);
 }
 
+TEST(CudaAttentionPlan, SplitBudgetFollowsTheReservedScratch) {
+  EXPECT_EQ(split_budget(0), kMinSplitBudgetBytes);
+  EXPECT_EQ(split_budget(std::size_t{80} << 20), std::size_t{80} << 20);
+  EXPECT_EQ(split_budget(std::size_t{1} << 33), kSplitBudgetBytes);
+  // Even the smallest budget splits a decode at the longest context the model takes (256k keys).
+  const std::vector<PlanSeq> seqs = {causal(1, 262143)};
+  EXPECT_TRUE(plan_attention(seqs, 256, kMinSplitBudgetBytes).seqs[0].split);
+}
+
 TEST(CudaAttentionPlan, DenseSegmentsAreFusedAndSeeTheWholeSegment) {
   const std::vector<PlanSeq> segs = {{37, 0, 16, 1, false}, {290, 0, 16, 1, false}};
   const Plan plan = plan_attention(segs, 72, kSplitBudgetBytes);
