@@ -13,9 +13,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 # As CMake passes CMAKE_CUDA_ARCHITECTURES "90a;120a": SASS and PTX per architecture.
-both=(--generate-code=arch=compute_90a,code=[compute_90a,sm_90a] --generate-code=arch=compute_120a,code=[compute_120a,sm_120a])
+both=("--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]" "--generate-code=arch=compute_120a,code=[compute_120a,sm_120a]")
 "$NVCC" -c "$here/resource_sample_spill.cu" -o spill.cu.o -lineinfo "${both[@]}" 2> >(grep -v minnctapersm >&2)
-"$NVCC" -c "$here/resource_sample_one_arch.cu" -o one_arch.cu.o --generate-code=arch=compute_90a,code=[compute_90a,sm_90a]
+"$NVCC" -c "$here/resource_sample_one_arch.cu" -o one_arch.cu.o "--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]"
 g++ -c "$here/resource_sample_host.cpp" -o host.cpp.o
 ar rcs libsample.a spill.cu.o host.cpp.o one_arch.cu.o
 # cuobjdump names members and sources by absolute path: the directories are cut out.

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""Writes the GPU check's report (scripts/gpu-check.sh's last phase): OUT/report.md from what the earlier
+phases left in OUT (device.txt, ctest.log, cuda_ops_bench.json/.md) and the phase times.
+
+  - the device, and each phase's time and status;
+  - the gpu tests: the ctest summary, the failures, the batch-invariance tests;
+  - the per-op NMSE of the CUDA column, read from the op harness's table (FP4SERVE_BACKEND_OPS_TABLE=1
+    prints it; ctest -V prefixes each line with the test's number);
+  - the op benchmark's table, with the issue's headline figures first (NVFP4 GEMV at M = 1, attention
+    decode at 32k context).
+Python 3 standard library only.
+  scripts/gpu_report.py --out DIR [--phases phases.tsv] [--total-s N] [--column cuda]
+  scripts/gpu_report.py --self-test
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import unittest
+
+# "12:   attention(Hq=4 ... hf-eager) seed=123 (45 ms on all backends)"
+CASE_RE = re.compile(r"^(?:(\d+): )?  (\w+)\((.*)\) seed=(\d+) \(\d+ ms on all backends\)$")
+# "12:     cuda               out        nmse=1.2e-05   max=0.0005   bits differ            OK"
+ROW_RE = re.compile(r"^(?:(\d+): )?    (.{18}) (.+?)\s+nmse=(\S+)\s+max=(\S+)\s+(bits same(?: \(required\))?|"
+                    r"bits differ(?: \(required\))?|-)\s+(.*)$")
+# "  5/40 Test  #5: cuda.BackendOps.AttentionBatchInvariance .......   Passed    2.31 sec"
+RESULT_RE = re.compile(r"^\s*\d+/\d+ Test\s+#\d+: (\S+) \.*\s*(?:\*\*\*)?(Passed|Failed|Timeout|Not Run|Exception|"
+                       r"Skipped|Subprocess aborted|SEGFAULT)")
+
+
+def parse_harness(text: str, column: str):
+    """Rows (op, shape, output, nmse, max, bits, verdict) of `column` in the harness's tables."""
+    current: dict[str, tuple[str, str]] = {}  # test number -> the case its next rows belong to
+    rows = []
+    for line in text.splitlines():
+        m = CASE_RE.match(line)
+        if m:
+            current[m.group(1) or ""] = (m.group(2), m.group(3))
+            continue
+        m = ROW_RE.match(line)
+        if m and m.group(2).strip() == column:
+            op, shape = current.get(m.group(1) or "", ("?", "?"))
+            rows.append((op, shape, m.group(3), m.group(4), m.group(5), m.group(6), m.group(7).strip()))
+    return rows
+
+
+def parse_results(text: str):
+    return [(m.group(1), m.group(2)) for m in map(RESULT_RE.match, text.splitlines()) if m]
+
+
+def md_escape(s: str) -> str:
+    return s.replace("|", "\\|")
+
+
+def read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def headline(bench: dict) -> list[str]:
+    out = []
+    for c in bench.get("cases", []):
+        if c["m"] == 1 and c["op"].startswith("linear") and c["format"] == "nvfp4" and "in_proj" in c["op"]:
+            out.append(("NVFP4 GEMV, M=1 (" + c["shape"] + ")", c))
+        if c["m"] == 1 and c["op"] == "attention decode":
+            out.append((f"attention decode, 32k context, {c['format']} KV, 1 sequence", c))
+    lines = []
+    for what, c in out:
+        if c["status"] == "ok":
+            lines.append(f"- {what}: {c['gbs']:.0f} GB/s = {100 * c['copy_fraction']:.0f}% of the measured copy "
+                         f"bandwidth ({c['us']:.1f} us/call)")
+        else:
+            lines.append(f"- {what}: {c['status']}")
+    return lines
+
+
+def build_report(out_dir: str, phases_path: str | None, total_s: float | None, column: str) -> str:
+    r = ["# GPU check report", ""]
+    device = read(os.path.join(out_dir, "device.txt"))
+    r += ["## Device", "", "```", (device or "(no device.txt)").strip(), "```", ""]
+    phases = read(phases_path) if phases_path else None
+    if phases:
+        r += ["## Phases", "", "| phase | seconds | status |", "|---|---:|---|"]
+        for line in phases.strip().splitlines():
+            name, secs, status = (line.split("\t") + ["", ""])[:3]
+            r.append(f"| {name} | {secs} | {'ok' if status == '0' else status} |")
+        if total_s is not None:
+            r.append(f"| **total** | {total_s:.0f} | |")
+        r.append("")
+    bench = None
+    bench_text = read(os.path.join(out_dir, "cuda_ops_bench.json"))
+    if bench_text:
+        try:
+            bench = json.loads(bench_text)
+        except json.JSONDecodeError as e:
+            r += [f"(cuda_ops_bench.json unreadable: {e})", ""]
+    if bench:
+        r += ["## Headline figures", ""] + (headline(bench) or ["- (not measured)"]) + [""]
+    ctest = read(os.path.join(out_dir, "ctest.log"))
+    r += ["## gpu tests (ctest -L gpu)", ""]
+    if ctest is None:
+        r += ["(not run)", ""]
+    else:
+        summary = [l.strip() for l in ctest.splitlines() if re.search(r"tests passed|No tests were found", l)]
+        results = parse_results(ctest)
+        failed = [(n, s) for n, s in results if s != "Passed"]
+        r += [summary[-1] if summary else f"(no ctest summary: {len(results)} results read)", ""]
+        if failed:
+            r += ["Failed:", ""] + [f"- {n}: {s}" for n, s in failed] + [""]
+        inv = [(n, s) for n, s in results if "Invariance" in n or "invariance" in n]
+        r += ["### Batch invariance (bit for bit)", ""]
+        r += [f"- {n}: {s}" for n, s in inv] or ["- (no invariance test ran)"]
+        r.append("")
+        rows = parse_harness(ctest, column)
+        bad = sum(1 for row in rows if not row[6].startswith("OK"))
+        r += [f"### Per-op NMSE, {column} column ({len(rows)} outputs, {bad} failing)", ""]
+        if rows:
+            r += ["| op | shape | output | NMSE | max | bits | verdict |", "|---|---|---|---:|---:|---|---|"]
+            r += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+        else:
+            r.append("(no table rows for this column: FP4SERVE_BACKEND_OPS_TABLE=1 unset, or the harness did not run)")
+        r.append("")
+    md = read(os.path.join(out_dir, "cuda_ops_bench.md"))
+    r += ["## Op benchmark (bench/cuda_ops_bench.cpp)", ""]
+    if md:
+        r += [l for l in md.splitlines() if not l.startswith("# ")]
+    else:
+        r.append("(not run)")
+    r.append("")
+    return "\n".join(r)
+
+
+class SelfTest(unittest.TestCase):
+    LOG = """\
+12: [backend_ops] cuda: no device, column skipped
+12:   attention(Hq=4 Hkv=2 D=64 bf16 paged/16 pos0+T=0+7 (x) hf-eager) seed=123 (45 ms on all backends)
+12:     cpu scalar         k cache    nmse=0          max=0        bits same (required)   OK
+12:     cuda               out        nmse=1.2e-05    max=0.0005   bits differ            OK
+13:   linear(M=1 K=64 nvfp4) seed=9 (3 ms on all backends)
+12:     cuda               extra      nmse=-          max=0.0005   -                      FAIL: threw not implemented
+13:     cuda               out        nmse=0.01       max=0.0005   bits differ            FAIL
+  1/3 Test  #12: cuda.BackendOps.Attention ........................   Passed    2.31 sec
+  2/3 Test  #13: cuda.BackendOps.Linear ...........................***Failed    0.50 sec
+  3/3 Test  #14: cuda.BackendOps.AttentionBatchInvariance .........   Passed    1.00 sec
+
+67% tests passed, 1 tests failed out of 3
+"""
+
+    def test_harness_rows_follow_their_test_number(self):
+        rows = parse_harness(self.LOG, "cuda")
+        self.assertEqual(rows[0], ("attention", "Hq=4 Hkv=2 D=64 bf16 paged/16 pos0+T=0+7 (x) hf-eager", "out",
+                                   "1.2e-05", "0.0005", "bits differ", "OK"))
+        self.assertEqual(rows[1][:3], ("attention", "Hq=4 Hkv=2 D=64 bf16 paged/16 pos0+T=0+7 (x) hf-eager", "extra"))
+        self.assertEqual(rows[1][6], "FAIL: threw not implemented")
+        self.assertEqual(rows[2][:4], ("linear", "M=1 K=64 nvfp4", "out", "0.01"))
+        self.assertEqual(parse_harness(self.LOG, "cpu scalar")[0][2:], ("k cache", "0", "0", "bits same (required)", "OK"))
+
+    def test_results(self):
+        self.assertEqual(parse_results(self.LOG), [("cuda.BackendOps.Attention", "Passed"),
+                                                   ("cuda.BackendOps.Linear", "Failed"),
+                                                   ("cuda.BackendOps.AttentionBatchInvariance", "Passed")])
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", help="the GPU check's output directory")
+    p.add_argument("--phases", help="phase<TAB>seconds<TAB>status lines")
+    p.add_argument("--total-s", type=float)
+    p.add_argument("--column", default="cuda", help="the harness column to report")
+    p.add_argument("--self-test", action="store_true")
+    a = p.parse_args()
+    if a.self_test:
+        suite = unittest.defaultTestLoader.loadTestsFromTestCase(SelfTest)
+        return 0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1
+    if not a.out:
+        p.error("--out DIR")
+    text = build_report(a.out, a.phases, a.total_s, a.column)
+    with open(os.path.join(a.out, "report.md"), "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
