@@ -51,6 +51,41 @@ def parse_results(text: str):
     return [(m.group(1), m.group(2)) for m in map(RESULT_RE.match, text.splitlines()) if m]
 
 
+# "12: C++ exception with description "..." thrown in the test body." / "12: ...cpp:40: Failure"
+START_RE = re.compile(r"^\s*Start\s+(\d+): (\S+)$")
+
+
+def first_failures(text: str) -> dict[str, str]:
+    """The first failure message of each test (by name), from ctest -V's numbered output lines."""
+    names: dict[str, str] = {}
+    out: dict[str, str] = {}
+    pending: dict[str, list[str]] = {}  # lines after a "Failure" line, up to the test's [  FAILED  ]
+    for line in text.splitlines():
+        m = START_RE.match(line)
+        if m:
+            names[m.group(1)] = m.group(2)
+            continue
+        m = re.match(r"^(\d+): (.*)$", line)
+        if not m or m.group(1) not in names:
+            continue
+        num, body = m.groups()
+        name = names[num]
+        if name in out:
+            continue
+        if "C++ exception with description" in body and name not in pending:
+            out[name] = body.strip()
+        elif name in pending:
+            if body.startswith("[  FAILED  ]") or len(pending[name]) == 6:
+                out[name] = " / ".join(pending[name])
+            else:
+                pending[name].append(body.strip())
+        elif body.rstrip().endswith("Failure"):
+            pending[name] = []
+    for name, lines in pending.items():  # a log cut off before the test's [  FAILED  ]
+        out.setdefault(name, " / ".join(lines))
+    return {k: (v if len(v) <= 240 else v[:237] + "...") for k, v in out.items()}
+
+
 def md_escape(s: str) -> str:
     return s.replace("|", "\\|")
 
@@ -112,7 +147,9 @@ def build_report(out_dir: str, phases_path: str | None, total_s: float | None, c
         failed = [(n, s) for n, s in results if s != "Passed"]
         r += [summary[-1] if summary else f"(no ctest summary: {len(results)} results read)", ""]
         if failed:
-            r += ["Failed:", ""] + [f"- {n}: {s}" for n, s in failed] + [""]
+            why = first_failures(ctest)
+            r += ["Failed (with the first failure message):", ""]
+            r += [f"- {n}: {s}" + (f": `{why[n]}`" if n in why else "") for n, s in failed] + [""]
         inv = [(n, s) for n, s in results if "Invariance" in n or "invariance" in n]
         r += ["### Batch invariance (bit for bit)", ""]
         r += [f"- {n}: {s}" for n, s in inv] or ["- (no invariance test ran)"]
@@ -160,6 +197,15 @@ class SelfTest(unittest.TestCase):
         self.assertEqual(rows[1][6], "FAIL: threw not implemented")
         self.assertEqual(rows[2][:4], ("linear", "M=1 K=64 nvfp4", "out", "0.01"))
         self.assertEqual(parse_harness(self.LOG, "cpu scalar")[0][2:], ("k cache", "0", "0", "bits same (required)", "OK"))
+
+    def test_first_failure_message_per_test(self):
+        log = ("      Start  2: cuda.BackendOpsLayout.Embedding\n2: [ RUN      ] BackendOpsLayout.Embedding\n"
+               "2: unknown file: Failure\n2: C++ exception with description \"no device\" thrown in the test body.\n"
+               "      Start  3: cuda.BackendOps.Moe\n3: x.cpp:40: Failure\n3: Expected equality of these values:\n"
+               "3:   err\n3: [  FAILED  ] BackendOps.Moe (1 ms)\n")
+        self.assertEqual(first_failures(log), {
+            "cuda.BackendOpsLayout.Embedding": 'C++ exception with description "no device" thrown in the test body.',
+            "cuda.BackendOps.Moe": "Expected equality of these values: / err"})
 
     def test_results(self):
         self.assertEqual(parse_results(self.LOG), [("cuda.BackendOps.Attention", "Passed"),
