@@ -208,7 +208,7 @@ class Report {
        << "| op | shape | M | format | us/call | GB/s | %copy | TFLOP/s | status |\n"
        << "|---|---|---:|---|---:|---:|---:|---:|---|\n";
     for (const Result& r : results) {
-      const bool ok = r.status == "ok";
+      const bool ok = r.status == "ok" && r.us > 0;
       const double gbs = ok ? r.bytes / (r.us * 1e3) : 0;
       md << "| " << r.op << " | " << r.shape << " | " << r.m << " | " << r.format << " | " << (ok ? fmt(r.us, 1) : "-")
          << " | " << (ok ? fmt(gbs, 0) : "-") << " | " << (ok && copy_gbs > 0 ? fmt(100 * gbs / copy_gbs, 0) + "%" : "-")
@@ -219,7 +219,7 @@ class Report {
        << ",\n  \"cases\": [\n";
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
-      const bool ok = r.status == "ok";
+      const bool ok = r.status == "ok" && r.us > 0;
       const double gbs = ok ? r.bytes / (r.us * 1e3) : 0;
       js << "    {\"op\": \"" << json_escape(r.op) << "\", \"shape\": \"" << json_escape(r.shape) << "\", \"m\": " << r.m
          << ", \"format\": \"" << r.format << "\", \"status\": \"" << json_escape(r.status) << "\", \"us\": " << r.us

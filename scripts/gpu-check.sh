@@ -42,6 +42,15 @@ JOBS=$(nproc)
 # The toolkit's and the image's tool folders, after the system's own.
 for d in /usr/local/cuda/bin /opt/torch/.venv/bin; do [ -d "$d" ] && PATH=$PATH:$d; done
 
+# CMake 3.25 or newer (the project's minimum): the PATH's, else the image's Python one.
+CMAKE=cmake
+printf 'if(CMAKE_VERSION VERSION_LESS 3.25)\n  message(FATAL_ERROR "too old")\nendif()\n' > "$WORK/cmake-version.cmake"
+cmake_ok() { "$1" -P "$WORK/cmake-version.cmake" >/dev/null 2>&1; }
+for c in cmake /opt/torch/.venv/bin/cmake /usr/local/bin/cmake; do
+  if command -v "$c" >/dev/null && cmake_ok "$c"; then CMAKE=$(command -v "$c"); break; fi
+done
+CTEST=$(dirname "$(command -v "$CMAKE" || echo /usr/bin/cmake)")/ctest
+
 log() { printf '\033[1m[gpu-check %4ss]\033[0m %s\n' "$(($(date +%s) - START))" "$*"; }
 remaining() { echo $((DEADLINE - $(date +%s))); }
 # run_limited SECONDS COMMAND...: COMMAND in its own process group, the whole group killed at SECONDS
@@ -86,12 +95,12 @@ device() {
       echo "nvidia-smi failed"
     echo "nvcc: $(nvcc_bin --version 2>/dev/null | grep -o 'release [0-9.]*, V[0-9.]*' || echo missing)"
     echo "g++: $(g++ --version 2>/dev/null | head -1 || echo missing)"
-    echo "cmake: $(cmake --version 2>/dev/null | head -1 || echo missing)"
+    echo "cmake: $("$CMAKE" --version 2>/dev/null | head -1 || echo missing) ($CMAKE)"
     echo "ninja: $(ninja --version 2>/dev/null || echo missing)"
     echo "os: $(. /etc/os-release 2>/dev/null && echo "$PRETTY_NAME")"
     echo "cpus: $JOBS"
   } | tee "$OUT/device.txt"
-  command -v nvidia-smi >/dev/null && command -v g++ >/dev/null && command -v cmake >/dev/null && nvcc_bin --version >/dev/null
+  command -v nvidia-smi >/dev/null && command -v g++ >/dev/null && cmake_ok "$CMAKE" && nvcc_bin --version >/dev/null
 }
 nvcc_bin() {
   if command -v nvcc >/dev/null; then nvcc "$@"; else /usr/local/cuda/bin/nvcc "$@"; fi
@@ -153,7 +162,7 @@ configure() {
   echo "CUDA architectures: $arch (this device's only; CI compiles 90a and 120a)"
   local nvcc=/usr/local/cuda/bin/nvcc
   [ -x "$nvcc" ] || nvcc=$(command -v nvcc)
-  cmake -S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFP4SERVE_CUDA=ON -DFP4SERVE_KERNELS_ONLY=ON \
+  "$CMAKE" -S "$ROOT" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DFP4SERVE_CUDA=ON -DFP4SERVE_KERNELS_ONLY=ON \
     -DFP4SERVE_HOST_WERROR=OFF "-DFP4SERVE_CUDA_ARCHITECTURES=$arch" -DCMAKE_CUDA_COMPILER="$nvcc" \
     "${PREFIX_ARGS[@]}" "${launch[@]}" > "$OUT/configure.log" 2>&1
   local rc=$?
@@ -190,7 +199,7 @@ tests() {
   echo "ctest -L gpu (limit ${limit} s): the CPU reference on its scalar tier only (FP4SERVE_CPU_ISA=scalar)"
   # Several test processes share the GPU; each keeps 2 OpenMP threads for the CPU reference.
   FP4SERVE_BACKEND_OPS_TABLE=1 FP4SERVE_CPU_ISA=scalar OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive \
-    run_limited "$limit" ctest --test-dir "$BUILD" -L gpu -V -j $((JOBS / 2)) --no-tests=error --timeout 240 \
+    run_limited "$limit" "$CTEST" --test-dir "$BUILD" -L gpu -V -j $((JOBS / 2)) --no-tests=error --timeout 240 \
     > "$OUT/ctest.log" 2>&1
   local rc=$?
   grep -E '^ *[0-9]+/[0-9]+ Test +#|tests passed|tests failed|No tests were found' "$OUT/ctest.log" | tail -60
@@ -212,8 +221,9 @@ bench() {
 report() {
   local total=$(($(date +%s) - START))
   if command -v python3 >/dev/null; then
-    python3 "$ROOT/scripts/gpu_report.py" --out "$OUT" --phases "$PHASES" --total-s "$total" &&
-      cat "$OUT/report.md"
+    # The device tool returns the output's last 12,000 characters: the summary (phases, headline
+    # figures, failures, failing rows) ends it; the full tables are in $OUT/report.md.
+    python3 "$ROOT/scripts/gpu_report.py" --out "$OUT" --phases "$PHASES" --total-s "$total" --print-summary
   else
     { echo "# GPU check (no python3: raw)"; cat "$OUT/device.txt" "$PHASES"; } > "$OUT/report.md"
     cat "$OUT/report.md"

@@ -207,6 +207,37 @@ class SelfTest(unittest.TestCase):
             "cuda.BackendOpsLayout.Embedding": 'C++ exception with description "no device" thrown in the test body.',
             "cuda.BackendOps.Moe": "Expected equality of these values: / err"})
 
+    def test_report_headline_and_summary(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            case = {"op": "linear gdn in_proj_qkvz", "shape": "12288x2048", "m": 1, "format": "nvfp4",
+                    "status": "ok", "us": 10.0, "bytes": 1.4e7, "flops": 5e7, "gbs": 1400.0,
+                    "copy_fraction": 0.35, "tflops": 0.005}
+            dec = dict(case, op="attention decode", format="fp8", status="not implemented: attention")
+            with open(os.path.join(d, "cuda_ops_bench.json"), "w") as f:
+                json.dump({"device": "x", "copy_bandwidth_gbs": 4000, "cases": [case, dec]}, f)
+            with open(os.path.join(d, "cuda_ops_bench.md"), "w") as f:
+                f.write("# CUDA op benchmark\n\n| op | shape | M | format | us/call | GB/s | %copy | TFLOP/s | status |\n"
+                        "| linear | 1x1 | 1 | nvfp4 | 1.0 | 1 | 1% | - | ok |\n"
+                        "| sample | V | 1 | f32 | - | - | - | - | not implemented: sample |\n")
+            with open(os.path.join(d, "ctest.log"), "w") as f:
+                f.write(self.LOG)
+            with open(os.path.join(d, "phases.tsv"), "w") as f:
+                f.write("build\t100\t0\ntests\t20\t8\n")
+            text = build_report(d, os.path.join(d, "phases.tsv"), 130, "cuda")
+        self.assertIn("- NVFP4 GEMV, M=1 (12288x2048): 1400 GB/s = 35% of the measured copy bandwidth", text)
+        self.assertIn("attention decode, 32k context, fp8 KV, 1 sequence: not implemented: attention", text)
+        self.assertIn("| tests | 20 | 8 |", text)
+        short = summary(text)
+        self.assertNotIn("| linear | 1x1 |", short)         # a bench row that ran: full report only
+        self.assertIn("| sample | V |", short)              # one that did not: kept
+        self.assertIn("| linear | M=1 K=64 nvfp4 | out | 0.01 |", short)  # a failing NMSE row is kept
+        self.assertNotIn("| 1.2e-05 |", short)              # a passing one is not
+        tail = short.rstrip().splitlines()  # phases, then the headline figures, end the summary
+        self.assertTrue(tail[-1].startswith("- attention decode"))
+        self.assertGreater(short.index("## Headline"), short.index("## Phases"))
+        self.assertGreater(short.index("## Phases"), short.index("## Op benchmark"))
+
     def test_results(self):
         self.assertEqual(parse_results(self.LOG), [("cuda.BackendOps.Attention", "Passed"),
                                                    ("cuda.BackendOps.Linear", "Failed"),
@@ -219,6 +250,7 @@ def main() -> int:
     p.add_argument("--phases", help="phase<TAB>seconds<TAB>status lines")
     p.add_argument("--total-s", type=float)
     p.add_argument("--column", default="cuda", help="the harness column to report")
+    p.add_argument("--print-summary", action="store_true", help="print the report without its long tables")
     p.add_argument("--self-test", action="store_true")
     a = p.parse_args()
     if a.self_test:
@@ -229,7 +261,35 @@ def main() -> int:
     text = build_report(a.out, a.phases, a.total_s, a.column)
     with open(os.path.join(a.out, "report.md"), "w", encoding="utf-8") as f:
         f.write(text)
+    if a.print_summary:
+        print(summary(text))
     return 0
+
+
+def summary(report: str) -> str:
+    """The report without its long tables (the per-op NMSE rows, the bench rows): what a terminal whose
+    last lines are all that comes back should end with. Failing NMSE rows and bench rows are kept."""
+    keep = []
+    section = ""
+    for line in report.splitlines():
+        if line.startswith("#"):
+            section = line
+        if line.startswith("| ") and ("NMSE" in section or "benchmark" in section):
+            if "NMSE" in section and ("| OK |" in line or line.startswith("| op ")):
+                continue
+            if "benchmark" in section and not line.startswith("| op ") and "| ok |" in line:
+                continue
+        keep.append(line)
+    # The phase times and the headline figures last, where a cut-off output still shows them.
+    sections, current = [], []
+    for line in keep:
+        if line.startswith("## ") and current:
+            sections.append(current)
+            current = []
+        current.append(line)
+    sections.append(current)
+    last = [sec for sec in sections if sec[0].startswith(("## Phases", "## Headline"))]
+    return "\n".join(line for sec in [s for s in sections if s not in last] + last for line in sec)
 
 
 if __name__ == "__main__":
