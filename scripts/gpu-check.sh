@@ -20,7 +20,9 @@
 # ran, 1 otherwise.
 #
 # With the device tool (from the checkout the session started in, after scripts/gpu-carry.sh there):
-#   run  command: scripts/gpu-check.sh     carry: [".gpu-carry"]     timeout_s: 540
+#   run  command: bash scripts/gpu-check.sh     carry: [".gpu-carry"]     timeout_s: 540
+# build-gpu/ stays on a warm machine between calls: a build cut off at its limit goes on where it
+# stopped when the script is run again at once (each phase's limit is printed).
 # Files back in $OUT (7, the tool's limit is 8): report.md, device.txt, configure.log, build.log,
 # ctest.log, cuda_ops_bench.md, cuda_ops_bench.json.
 # Environment: OUT (default /tmp/fp4serve-gpu-check), FP4SERVE_GPU_ARCH (e.g. "90a;120a" to build both),
