@@ -34,6 +34,7 @@
 
 #include "cuda_ops_bench_util.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device_info.h"
 #include "tensor/float_formats.h"
@@ -557,7 +558,9 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(dir);
     if (cpu_check) {  // every case's setup and calls through the CPU backend, at small sizes
       sz = cpu_check_sizes();
-      kernels::cpu::CpuBackend cpu;
+      // At most the avx2 tier: no weight packing at load (the panel tiers' packing of 256 experts took
+      // ~14 s of CI time for nothing this check needs).
+      kernels::cpu::CpuBackend cpu(std::min(kernels::cpu::active_isa(), kernels::cpu::Isa::kAvx2));
       reserve_for_model(cpu);
       Report report(dir, "--cpu-check: " + cpu.describe() + " (small sizes; not a measurement)");
       Bench bench(cpu, nullptr, report, budget_s, filter);
