@@ -13,7 +13,8 @@
 //         warp arg-max give exactly partial_sort's first k)
 //   tsum = p_0 + ... + p_{k-1} in rank order; w_i = bf16(p_i / tsum)
 // l[e] is the router's f32 logit rounded to bf16 (moe_block rounds the logits before routing).
-// NaN logits are not handled specially here nor on the CPU (the routing is then unspecified).
+// NaN or infinite logits: the CPU's routing is then unspecified; here it still yields k distinct
+// expert ids in [0, E) (rank_key), so the kernels after it never index out of bounds.
 #pragma once
 
 #include <climits>
@@ -31,8 +32,15 @@ struct Cand {
 
 FP4_MOE_HD Cand no_cand() { return Cand{-INFINITY, INT_MAX}; }
 
+// A NaN probability (NaN or infinite logits) ranks below every number but above a taken expert, so
+// the order stays total: the rounds still pick k distinct valid experts and all lanes agree (the
+// CPU's order is undefined then; only safety is promised).
+FP4_MOE_HD float rank_key(float p) { return p != p ? -1.0f : p; }
 // The top-k order: a before b when a.p > b.p, or equal p and the lower id.
-FP4_MOE_HD bool before(const Cand& a, const Cand& b) { return a.p > b.p || (a.p == b.p && a.e < b.e); }
+FP4_MOE_HD bool before(const Cand& a, const Cand& b) {
+  const float pa = rank_key(a.p), pb = rank_key(b.p);
+  return pa > pb || (pa == pb && a.e < b.e);
+}
 // The one of a, b that comes first (symmetric for distinct ids: both lanes of a shuffle agree).
 FP4_MOE_HD Cand first_of(const Cand& a, const Cand& b) { return before(b, a) ? b : a; }
 

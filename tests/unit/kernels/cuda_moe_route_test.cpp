@@ -90,6 +90,29 @@ TEST(CudaMoeRoute, TiesGoToTheLowerExpertId) {
   EXPECT_GT(w[0], w[2]);
 }
 
+// Garbage in (NaN or infinite logits) must still give k distinct ids in range: the sort and the
+// combine index memory with them.
+TEST(CudaMoeRoute, NonFiniteLogitsStillGiveDistinctValidExperts) {
+  for (const float bad : {NAN, INFINITY, -INFINITY}) {
+    for (const int which : {0, 1, 2}) {  // one bad logit, half of them, all
+      const int E = 64, k = 8;
+      std::vector<float> logits = test::random_f32(E, 3, 1.0f);
+      for (int e = 0; e < E; ++e)
+        if ((which == 0 && e == 5) || (which == 1 && e % 2 == 0) || which == 2) logits[e] = bad;
+      int32_t idx[k];
+      float w[k];
+      route_as_warp(logits.data(), E, k, idx, w);
+      std::vector<bool> seen(E);
+      for (int j = 0; j < k; ++j) {
+        ASSERT_GE(idx[j], 0);
+        ASSERT_LT(idx[j], E);
+        EXPECT_FALSE(seen[idx[j]]) << "expert " << idx[j] << " twice";
+        seen[idx[j]] = true;
+      }
+    }
+  }
+}
+
 TEST(CudaMoeRoute, CombineOrderIsAscendingExpertId) {
   const int32_t idx[] = {7, 2, 200, 0, 31, 32, 5, 6};
   int32_t order[8];
