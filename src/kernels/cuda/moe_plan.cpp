@@ -1,5 +1,6 @@
 #include "kernels/cuda/moe_plan.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,7 @@ class Layout {
     return r;
   }
   std::size_t end() const { return next_; }
+  void move_to(std::size_t offset) { next_ = offset; }
 
  private:
   std::size_t next_ = 0;
@@ -49,17 +51,28 @@ MoePlan plan_moe(const MoeDims& d) {
   p.offsets = l.take(E + 1, 4);
   p.row_token = l.take(R, 4);
   p.row_of = l.take(R, 4);
+  // The expert inputs (x_sorted, gate, up) are dead once SwiGLU has run, and down is written only
+  // after it (by the down linear, which reads act): down takes their bytes. act must stay apart.
+  p.act = l.take(R * I, 2);
+  const std::size_t phase = l.end();
   p.x_sorted = l.take(R * H, 2);
   p.gate = l.take(R * I, 4);
   p.up = l.take(R * I, 4);
-  p.act = l.take(R * I, 2);
+  const std::size_t inputs_end = l.end();
+  l.move_to(phase);
   p.down = l.take(R * H, 4);
+  l.move_to(std::max(inputs_end, l.end()));
   if (Is > 0) {
-    p.s_gate = l.take(T * Is, 4);
-    p.s_up = l.take(T * Is, 4);
+    // Likewise for the shared expert: s_down over s_gate and s_up; s_score and s_act apart.
     p.s_score = l.take(T, 4);
     p.s_act = l.take(T * Is, 2);
+    const std::size_t s_phase = l.end();
+    p.s_gate = l.take(T * Is, 4);
+    p.s_up = l.take(T * Is, 4);
+    const std::size_t s_inputs_end = l.end();
+    l.move_to(s_phase);
     p.s_down = l.take(T * H, 4);
+    l.move_to(std::max(s_inputs_end, l.end()));
   }
   p.total = l.end();
   return p;

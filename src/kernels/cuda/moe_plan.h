@@ -21,6 +21,8 @@ struct MoeDims {
 };
 
 // A region of the scratch block: [offset, offset + bytes), offset a multiple of kMoeAlign.
+// Regions are disjoint except where one is written only after the other's last reader on the
+// stream: down lies over x_sorted/gate/up, s_down over s_gate/s_up (moe_plan.cpp).
 struct MoeRegion {
   std::size_t offset = 0, bytes = 0;
 };

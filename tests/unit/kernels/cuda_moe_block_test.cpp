@@ -56,14 +56,30 @@ TEST(CudaMoePlan, RegionsAreAlignedDisjointAndSizedForTheShapes) {
     EXPECT_EQ(p.down.bytes, static_cast<size_t>(R * d.hidden * 4));
     EXPECT_EQ(p.s_down.bytes, static_cast<size_t>(d.shared_intermediate > 0 ? T * d.hidden * 4 : 0));
     EXPECT_EQ(p.s_score.bytes, static_cast<size_t>(d.shared_intermediate > 0 ? T * 4 : 0));
-    std::vector<MoeRegion> rs = regions(p);
+    const std::vector<MoeRegion> rs = regions(p);
+    auto same = [](const MoeRegion& a, const MoeRegion& b) { return a.offset == b.offset && a.bytes == b.bytes; };
+    // Written only after the other's last reader (SwiGLU): the only overlaps allowed.
+    auto may_share = [&](const MoeRegion& a, const MoeRegion& b) {
+      for (const MoeRegion& in : {p.x_sorted, p.gate, p.up})
+        if ((same(a, p.down) && same(b, in)) || (same(b, p.down) && same(a, in))) return true;
+      for (const MoeRegion& in : {p.s_gate, p.s_up})
+        if ((same(a, p.s_down) && same(b, in)) || (same(b, p.s_down) && same(a, in))) return true;
+      return false;
+    };
     for (size_t i = 0; i < rs.size(); ++i) {
       EXPECT_EQ(rs[i].offset % kMoeAlign, 0u);
       EXPECT_LE(rs[i].offset + rs[i].bytes, p.total);
       for (size_t j = 0; j < i; ++j)
-        if (rs[i].bytes && rs[j].bytes)
+        if (rs[i].bytes && rs[j].bytes && !may_share(rs[i], rs[j]))
           EXPECT_TRUE(rs[i].offset >= rs[j].offset + rs[j].bytes || rs[j].offset >= rs[i].offset + rs[i].bytes)
               << "regions " << j << " and " << i << " overlap";
+    }
+    if (T > 0) {
+      EXPECT_LT(p.down.offset, p.up.offset + p.up.bytes);  // the reuse is there
+      // Smaller than every region apart (at the model's shapes by nearly half).
+      size_t apart = 0;
+      for (const MoeRegion& r : rs) apart += (r.bytes + kMoeAlign - 1) / kMoeAlign * kMoeAlign;
+      EXPECT_LT(p.total, apart);
     }
   }
 }
