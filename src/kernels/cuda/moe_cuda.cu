@@ -1,14 +1,17 @@
 // The sparse MoE block on CUDA: the host half. prepare_moe turns the block's weights into linear
 // handles (linear_cuda.h) and one grouped linear per projection; moe() enqueues, on ctx.stream and
 // without a host synchronization or read-back:
-//   router linear (f32 logits) -> route (bf16 logits, softmax, top-k, renormalize, bf16 weights)
+//   router and shared gate/up/score linears on x (f32) -> route (bf16 logits, softmax, top-k,
+//   renormalize, bf16 weights)
 //   -> counting sort of the (token, slot) pairs by expert -> gather x rows into the grouped order
 //   -> grouped gate and up -> SwiGLU -> grouped down
-//   -> shared expert: gate, up and shared_expert_gate linears, SwiGLU, down
+//   -> shared expert: SwiGLU, down
 //   -> combine per token (ascending expert id, bf16 adds; + gated shared expert) -> out
 // Every grid follows from T and top_k; the numbers are moe_cpu.cpp's (moe_math.h, moe_route.h).
 #include "kernels/cuda/moe_cuda.h"
 
+#include <array>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -82,9 +85,17 @@ void moe(CudaContext& ctx, const TensorView& x, const MoeHandle& handle, const T
   auto bf16 = [&](const MoeRegion& r) { return static_cast<uint16_t*>(at(r)); };
   const cudaStream_t s = ctx.stream;
 
-  // Router and routing.
-  const LinearOut router_out[] = {{m.router, device_view(at(p.logits), DType::kF32, T, E)}};
-  linears(ctx, x, router_out);
+  // The linears on x in one call: the router, and the shared expert's gate, up and score.
+  std::array<LinearOut, 4> x_outs = {LinearOut{m.router, device_view(at(p.logits), DType::kF32, T, E)}};
+  std::size_t n_x_outs = 1;
+  if (m.has_shared) {
+    x_outs[n_x_outs++] = {m.s_gate, device_view(at(p.s_gate), DType::kF32, T, Is)};
+    x_outs[n_x_outs++] = {m.s_up, device_view(at(p.s_up), DType::kF32, T, Is)};
+    x_outs[n_x_outs++] = {m.s_score, device_view(at(p.s_score), DType::kF32, T, 1)};
+  }
+  linears(ctx, x, std::span<const LinearOut>(x_outs.data(), n_x_outs));
+
+  // Routing.
   launch_moe_route(s, f32(p.logits), T, E, k, i32(p.idx), f32(p.weight));
   check_launch("moe route", x);
   launch_moe_sort(s, i32(p.idx), R, E, k, i32(p.hist), i32(p.offsets), i32(p.row_token), i32(p.row_of));
@@ -105,10 +116,6 @@ void moe(CudaContext& ctx, const TensorView& x, const MoeHandle& handle, const T
   const float* s_score = nullptr;
   const float* s_down = nullptr;
   if (m.has_shared) {
-    const LinearOut up_outs[] = {{m.s_gate, device_view(at(p.s_gate), DType::kF32, T, Is)},
-                                 {m.s_up, device_view(at(p.s_up), DType::kF32, T, Is)},
-                                 {m.s_score, device_view(at(p.s_score), DType::kF32, T, 1)}};
-    linears(ctx, x, up_outs);
     launch_moe_swiglu(s, f32(p.s_gate), f32(p.s_up), T * Is, bf16(p.s_act));
     check_launch("moe shared swiglu", x);
     const LinearOut down_out[] = {{m.s_down, device_view(at(p.s_down), DType::kF32, T, H)}};

@@ -215,7 +215,12 @@ std::vector<uint16_t> replay(const MoeWeights& w, const std::vector<uint16_t>& x
     }
   };
 
-  linear_bf16(x.data(), T, w.router, f32(p.logits));
+  linear_bf16(x.data(), T, w.router, f32(p.logits));  // one linears() call with the shared three
+  if (w.has_shared) {
+    linear_bf16(x.data(), T, w.shared.gate, f32(p.s_gate));
+    linear_bf16(x.data(), T, w.shared.up, f32(p.s_up));
+    linear_bf16(x.data(), T, w.shared_gate, f32(p.s_score));
+  }
   for (int64_t t = 0; t < T; ++t)
     sim::route_as_warp(f32(p.logits) + t * E, E, k, i32(p.idx) + t * k, f32(p.weight) + t * k);
   const std::vector<int32_t> idx(i32(p.idx), i32(p.idx) + R);
@@ -231,9 +236,6 @@ std::vector<uint16_t> replay(const MoeWeights& w, const std::vector<uint16_t>& x
   grouped(bf16(p.act), I, [](const ExpertWeights& e) { return e.down; }, f32(p.down), H);
 
   if (w.has_shared) {
-    linear_bf16(x.data(), T, w.shared.gate, f32(p.s_gate));
-    linear_bf16(x.data(), T, w.shared.up, f32(p.s_up));
-    linear_bf16(x.data(), T, w.shared_gate, f32(p.s_score));
     for (int64_t i = 0; i < T * Is; ++i) bf16(p.s_act)[i] = moe::bf16_bits(moe::swiglu(f32(p.s_gate)[i], f32(p.s_up)[i]));
     linear_bf16(bf16(p.s_act), T, w.shared.down, f32(p.s_down));
   }
