@@ -287,6 +287,30 @@ TEST(BackendOps, Moe) {
   }
 }
 
+// What moe() and prepare_moe() reject on every backend, before touching memory.
+TEST(BackendOps, MoeBadArgumentsThrowOnEveryBackend) {
+  Harness h;
+  for (Harness::Column& col : h.columns()) {
+    SCOPED_TRACE(col.spec.name);
+    Backend& b = *col.backend;
+    const HostMoe m = make_moe({Kind::kBf16, 3, 2, true, false}, 5);
+    const MoeHandle mh = b.prepare_moe(m.w);
+    DeviceTensor x = alloc(b, DType::kBF16, {3, m.H}, "x");
+    DeviceTensor narrow = alloc(b, DType::kBF16, {3, m.H - 8}, "x of another hidden size");
+    DeviceTensor f32 = alloc(b, DType::kF32, {3, m.H}, "f32 out");
+    DeviceTensor short_out = alloc(b, DType::kBF16, {2, m.H}, "out with a row missing");
+    EXPECT_THROW(b.moe(narrow.view, mh, x.view), std::invalid_argument);
+    EXPECT_THROW(b.moe(x.view, mh, f32.view), std::invalid_argument);
+    EXPECT_THROW(b.moe(x.view, mh, short_out.view), std::invalid_argument);
+    // A block whose router has a row per expert missing: at prepare on the CUDA backend, at the
+    // first call on the CPU one (it checks the weights there).
+    MoeWeights bad = m.w;
+    bad.router.n = m.E - 1;
+    DeviceTensor out = alloc(b, DType::kBF16, {3, m.H}, "out");
+    EXPECT_THROW(b.moe(x.view, b.prepare_moe(bad), out.view), std::invalid_argument);
+  }
+}
+
 TEST(BackendOps, MoeBatchInvariance) {
   Harness h;
   for (Harness::Column& col : h.columns())
