@@ -30,13 +30,25 @@ FP4_MOE_HD int32_t count_expert(const int32_t* ids, int n, int32_t e) {
 }
 
 // scan, per expert: column e of hist [chunks, E] turned into its exclusive prefix; returns the
-// expert's total.
+// expert's total. Eight loads are issued before their stores, so that on the GPU (one thread per
+// column, up to 256 chunks at 8192 tokens) the memory latency is paid once per eight chunks rather
+// than once per chunk (a store to hist could alias a later load, so the compiler would not reorder).
 FP4_MOE_HD int32_t column_exclusive(int32_t* hist, int chunks, int E, int e) {
+  constexpr int kBatch = 8;
   int32_t run = 0;
-  for (int c = 0; c < chunks; ++c) {
-    const int32_t n = hist[c * E + e];
-    hist[c * E + e] = run;
-    run += n;
+  for (int c0 = 0; c0 < chunks; c0 += kBatch) {
+    int32_t n[kBatch];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < kBatch; ++j) n[j] = c0 + j < chunks ? hist[(c0 + j) * E + e] : 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < kBatch; ++j) {
+      if (c0 + j < chunks) hist[(c0 + j) * E + e] = run;
+      run += n[j];
+    }
   }
   return run;
 }
