@@ -79,7 +79,8 @@ TEST(CudaMoeKernels, RouteAndSortMatchTheCpuBitForBit) {
     bool ties;
   };
   for (const Case c : {Case{1, 256, 8, false}, Case{8, 256, 8, false}, Case{64, 256, 8, false}, Case{64, 256, 8, true},
-                       Case{300, 256, 8, false}, Case{37, 40, 3, true}, Case{5, 1024, 8, false}, Case{3, 8, 8, false}}) {
+                       Case{300, 256, 8, false}, Case{37, 40, 3, true}, Case{5, 1024, 8, false}, Case{3, 8, 8, false},
+                       Case{32, 256, 8, false}, Case{33, 256, 8, true}, Case{30, 1024, 8, false}}) {
     SCOPED_TRACE(testing::Message() << "T=" << c.T << " E=" << c.E << " k=" << c.k << (c.ties ? " ties" : ""));
     const std::vector<float> logits = logits_for(c.T, c.E, static_cast<uint32_t>(c.T * 7 + c.E), c.ties);
     std::vector<float> rounded = logits;
@@ -98,19 +99,31 @@ TEST(CudaMoeKernels, RouteAndSortMatchTheCpuBitForBit) {
     int32_t* d_off = d.alloc<int32_t>(static_cast<size_t>(c.E) + 1);
     int32_t* d_row_token = d.alloc<int32_t>(R);
     int32_t* d_row_of = d.alloc<int32_t>(R);
-    launch_moe_route(nullptr, d_logits, c.T, c.E, c.k, d_idx, d_w);
-    ok(cudaGetLastError(), "route launch");
-    launch_moe_sort(nullptr, d_idx, static_cast<int64_t>(R), c.E, c.k, d_hist, d_off, d_row_token, d_row_of);
-    ok(cudaGetLastError(), "sort launch");
-
-    EXPECT_EQ(Dev::down(d_idx, R), want_idx);
-    const std::vector<float> got_w = Dev::down(d_w, R);
-    EXPECT_EQ(std::memcmp(got_w.data(), want_w.data(), R * 4), 0) << "weights differ";
-    EXPECT_EQ(Dev::down(d_off, static_cast<size_t>(c.E) + 1), want.offsets);
-    EXPECT_EQ(Dev::down(d_row_token, R), want.token);
-    const std::vector<int32_t> row_of = Dev::down(d_row_of, R);
-    for (size_t r = 0; r < R; ++r)
-      EXPECT_EQ(row_of[static_cast<size_t>(want.token[r]) * c.k + want.slot[r]], static_cast<int32_t>(r));
+    // The four-launch path at every size, then moe_cuda.cu's launcher (one block for <= 256 pairs).
+    for (const bool combined : {false, true}) {
+      SCOPED_TRACE(combined ? (moe_route_sort_fused(static_cast<int64_t>(R)) ? "one launch" : "combined launcher")
+                            : "separate launches");
+      ok(cudaMemset(d_idx, 0xA5, R * 4), "poison");
+      ok(cudaMemset(d_w, 0xA5, R * 4), "poison");
+      ok(cudaMemset(d_off, 0xA5, (static_cast<size_t>(c.E) + 1) * 4), "poison");
+      ok(cudaMemset(d_row_token, 0xA5, R * 4), "poison");
+      ok(cudaMemset(d_row_of, 0xA5, R * 4), "poison");
+      if (combined) {
+        launch_moe_route_sort(nullptr, d_logits, c.T, c.E, c.k, d_idx, d_w, d_hist, d_off, d_row_token, d_row_of);
+      } else {
+        launch_moe_route(nullptr, d_logits, c.T, c.E, c.k, d_idx, d_w);
+        launch_moe_sort(nullptr, d_idx, static_cast<int64_t>(R), c.E, c.k, d_hist, d_off, d_row_token, d_row_of);
+      }
+      ok(cudaGetLastError(), "launch");
+      EXPECT_EQ(Dev::down(d_idx, R), want_idx);
+      const std::vector<float> got_w = Dev::down(d_w, R);
+      EXPECT_EQ(std::memcmp(got_w.data(), want_w.data(), R * 4), 0) << "weights differ";
+      EXPECT_EQ(Dev::down(d_off, static_cast<size_t>(c.E) + 1), want.offsets);
+      EXPECT_EQ(Dev::down(d_row_token, R), want.token);
+      const std::vector<int32_t> row_of = Dev::down(d_row_of, R);
+      for (size_t r = 0; r < R; ++r)
+        EXPECT_EQ(row_of[static_cast<size_t>(want.token[r]) * c.k + want.slot[r]], static_cast<int32_t>(r));
+    }
   }
 }
 
@@ -150,7 +163,11 @@ TEST(CudaMoeKernels, GatherSwigluAndCombineMatchTheHostSteps) {
   uint16_t* d_out = d.alloc<uint16_t>(static_cast<size_t>(T * H));
   uint16_t* d_out_ns = d.alloc<uint16_t>(static_cast<size_t>(T * H));
   launch_moe_gather(nullptr, d.up(x), H, d.up(g.token), R, d_xs);
-  launch_moe_swiglu(nullptr, d.up(gate), d.up(up), R * I, d_act);
+  // Two jobs in one launch: the first half of the rows, then the second.
+  const int64_t half = (R / 2) * I;
+  const float* d_gate = d.up(gate);
+  const float* d_up = d.up(up);
+  launch_moe_swiglu(nullptr, {d_gate, d_up, half, d_act}, {d_gate + half, d_up + half, R * I - half, d_act + half});
   const float* d_down = d.up(down);
   const int32_t* d_idx = d.up(idx);
   const float* d_w = d.up(w);

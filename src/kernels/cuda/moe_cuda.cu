@@ -4,8 +4,8 @@
 //   router and shared gate/up/score linears on x (f32) -> route (bf16 logits, softmax, top-k,
 //   renormalize, bf16 weights)
 //   -> counting sort of the (token, slot) pairs by expert -> gather x rows into the grouped order
-//   -> grouped gate and up -> SwiGLU -> grouped down
-//   -> shared expert: SwiGLU, down
+//   -> grouped gate and up -> SwiGLU (routed and shared, one launch) -> grouped down
+//   -> the shared expert's down linear
 //   -> combine per token (ascending expert id, bf16 adds; + gated shared expert) -> out
 // Every grid follows from T and top_k; the numbers are moe_cpu.cpp's (moe_math.h, moe_route.h).
 #include "kernels/cuda/moe_cuda.h"
@@ -96,10 +96,9 @@ void moe(CudaContext& ctx, const TensorView& x, const MoeHandle& handle, const T
   linears(ctx, x, std::span<const LinearOut>(x_outs.data(), n_x_outs));
 
   // Routing.
-  launch_moe_route(s, f32(p.logits), T, E, k, i32(p.idx), f32(p.weight));
-  check_launch("moe route", x);
-  launch_moe_sort(s, i32(p.idx), R, E, k, i32(p.hist), i32(p.offsets), i32(p.row_token), i32(p.row_of));
-  check_launch("moe sort", x);
+  launch_moe_route_sort(s, f32(p.logits), T, E, k, i32(p.idx), f32(p.weight), i32(p.hist), i32(p.offsets),
+                        i32(p.row_token), i32(p.row_of));
+  check_launch("moe route and sort", x);
   launch_moe_gather(s, static_cast<const uint16_t*>(x.data), H, i32(p.row_token), R, bf16(p.x_sorted));
   check_launch("moe gather", x);
 
@@ -107,17 +106,18 @@ void moe(CudaContext& ctx, const TensorView& x, const MoeHandle& handle, const T
   const TensorView x_sorted = device_view(at(p.x_sorted), DType::kBF16, R, H);
   grouped_linear(ctx, m.gate, x_sorted, i32(p.offsets), device_view(at(p.gate), DType::kF32, R, I));
   grouped_linear(ctx, m.up, x_sorted, i32(p.offsets), device_view(at(p.up), DType::kF32, R, I));
-  launch_moe_swiglu(s, f32(p.gate), f32(p.up), R * I, bf16(p.act));
+  // SwiGLU of the routed rows and of the shared expert in one launch.
+  SwigluJob shared_job;
+  if (m.has_shared) shared_job = {f32(p.s_gate), f32(p.s_up), T * Is, bf16(p.s_act)};
+  launch_moe_swiglu(s, {f32(p.gate), f32(p.up), R * I, bf16(p.act)}, shared_job);
   check_launch("moe swiglu", x);
   grouped_linear(ctx, m.down, device_view(at(p.act), DType::kBF16, R, I), i32(p.offsets),
                  device_view(at(p.down), DType::kF32, R, H));
 
-  // Shared expert.
+  // Shared expert's down projection.
   const float* s_score = nullptr;
   const float* s_down = nullptr;
   if (m.has_shared) {
-    launch_moe_swiglu(s, f32(p.s_gate), f32(p.s_up), T * Is, bf16(p.s_act));
-    check_launch("moe shared swiglu", x);
     const LinearOut down_out[] = {{m.s_down, device_view(at(p.s_down), DType::kF32, T, H)}};
     linears(ctx, device_view(at(p.s_act), DType::kBF16, T, Is), down_out);
     s_score = f32(p.s_score);

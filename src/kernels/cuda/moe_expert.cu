@@ -14,11 +14,14 @@ namespace {
 
 constexpr int kThreads = 256;
 
-__global__ void __launch_bounds__(kThreads) moe_swiglu_kernel(const float* __restrict__ g, const float* __restrict__ u,
-                                                              int64_t n, uint16_t* __restrict__ h) {
+// Elements [0, a.n) of job a, then [a.n, a.n + b.n) of job b, over a grid-stride loop.
+__global__ void __launch_bounds__(kThreads) moe_swiglu_kernel(SwigluJob a, SwigluJob b) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
-    h[i] = moe::bf16_bits(moe::swiglu(g[i], u[i]));
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n + b.n; i += step) {
+    const SwigluJob& j = i < a.n ? a : b;
+    const int64_t at = i < a.n ? i : i - a.n;
+    j.h[at] = moe::bf16_bits(moe::swiglu(j.g[at], j.u[at]));
+  }
 }
 
 // Block t combines token t. Thread 0 orders the token's slots by expert id (shared, k entries);
@@ -49,11 +52,12 @@ __global__ void __launch_bounds__(kThreads) moe_combine_kernel(const float* __re
 
 }  // namespace
 
-void launch_moe_swiglu(cudaStream_t stream, const float* g, const float* u, int64_t n, uint16_t* h) {
+void launch_moe_swiglu(cudaStream_t stream, const SwigluJob& a, const SwigluJob& b) {
   // A grid-stride loop: enough blocks to fill the device many times over, a fixed cap past that
   // (the element order does not matter: each element is independent).
+  const int64_t n = a.n + b.n;
   const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t{1} << 16);
-  moe_swiglu_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(g, u, n, h);
+  if (blocks > 0) moe_swiglu_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, b);
 }
 
 void launch_moe_combine(cudaStream_t stream, const float* down, const int32_t* idx, const float* weight,

@@ -19,19 +19,11 @@ constexpr int kRouteThreads = kMoeRouteWarps * kWarpSize;
 static_assert(kMoeRouteWarps * moe::kMaxExperts * sizeof(float) <= kMaxSmemDefault,
               "the route kernel's probabilities fit the default shared memory (no opt-in needed)");
 
-// Warp w of the block routes token blockIdx.x * kMoeRouteWarps + w; its E probabilities live in
-// shared memory, each lane owning experts lane, lane + 32, ... (moe_route.h). The whole warp leaves
-// together for a token past T, and the kernel has no __syncthreads, so that exit is safe.
-__global__ void __launch_bounds__(kRouteThreads) moe_route_kernel(const float* __restrict__ logits, int64_t T, int E,
-                                                                  int k, int32_t* __restrict__ idx,
-                                                                  float* __restrict__ weight) {
-  extern __shared__ float s_prob[];
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize, lane = static_cast<int>(threadIdx.x) % kWarpSize;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * kMoeRouteWarps + warp;
-  if (t >= T) return;
-  float* p = s_prob + warp * E;
-
-  float mx = moe::lane_load_max(logits + t * E, p, E, lane, kWarpSize);
+// One token's routing by one whole warp (converged): its E probabilities in p (shared memory), each
+// lane owning experts lane, lane + 32, ... (moe_route.h); the k ids and weights to my_idx / my_w.
+__device__ void route_token(const float* __restrict__ logits, int E, int k, int lane, float* p, int32_t* my_idx,
+                            float* my_w) {
+  float mx = moe::lane_load_max(logits, p, E, lane, kWarpSize);
   for (int off = kWarpSize / 2; off > 0; off >>= 1) mx = moe::max_of(mx, __shfl_xor_sync(kFull, mx, off));
   moe::lane_exp(p, E, lane, kWarpSize, mx);
   __syncwarp();  // every lane's p visible to lane 0
@@ -39,9 +31,6 @@ __global__ void __launch_bounds__(kRouteThreads) moe_route_kernel(const float* _
   sum = __shfl_sync(kFull, sum, 0);
   __syncwarp();  // lane 0 done reading before the lanes rescale their p
   moe::lane_scale(p, E, lane, kWarpSize, sum);
-
-  int32_t* my_idx = idx + t * k;
-  float* my_w = weight + t * k;
   for (int j = 0; j < k; ++j) {
     moe::Cand c = moe::lane_best(p, E, lane, kWarpSize);
     for (int off = kWarpSize / 2; off > 0; off >>= 1) {
@@ -56,6 +45,57 @@ __global__ void __launch_bounds__(kRouteThreads) moe_route_kernel(const float* _
     }
   }
   if (lane == 0) moe::renormalize(my_w, k);  // reads back what this lane wrote
+  __syncwarp();  // p is free for the warp's next token
+}
+
+// Warp w of the block routes token blockIdx.x * kMoeRouteWarps + w. The whole warp leaves together
+// for a token past T, and the kernel has no __syncthreads, so that exit is safe.
+__global__ void __launch_bounds__(kRouteThreads) moe_route_kernel(const float* __restrict__ logits, int64_t T, int E,
+                                                                  int k, int32_t* __restrict__ idx,
+                                                                  float* __restrict__ weight) {
+  extern __shared__ float s_prob[];
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize, lane = static_cast<int>(threadIdx.x) % kWarpSize;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * kMoeRouteWarps + warp;
+  if (t >= T) return;
+  route_token(logits + t * E, E, k, lane, s_prob + warp * E, idx + t * k, weight + t * k);
+}
+
+// A step of at most kSortChunk pairs (decode) in one block and one launch instead of four: its warps
+// route the tokens, then the block sorts the pairs as the count/scan/place kernels do for a single
+// chunk (hist's one row is then the offsets themselves), with the same moe_sort.h steps.
+constexpr int kSmallWarps = moe::kSortChunk / kWarpSize;
+constexpr std::size_t small_smem_bytes(int E) {
+  return (static_cast<std::size_t>(kSmallWarps) * E + moe::kSortChunk + 2 * static_cast<std::size_t>(E) + 1) * 4;
+}
+static_assert(small_smem_bytes(moe::kMaxExperts) <= kMaxSmemDefault, "no shared memory opt-in needed");
+
+__global__ void __launch_bounds__(moe::kSortChunk) moe_route_sort_small_kernel(const float* __restrict__ logits,
+                                                                               int64_t T, int E, int k, int32_t* idx,
+                                                                               float* weight, int32_t* offsets,
+                                                                               int32_t* row_token, int32_t* row_of) {
+  extern __shared__ float s_mem[];
+  float* s_prob = s_mem;                                                  // [kSmallWarps, E]
+  int32_t* ids = reinterpret_cast<int32_t*>(s_mem + kSmallWarps * E);  // [kSortChunk]
+  int32_t* s_total = ids + moe::kSortChunk;                               // [E]
+  int32_t* s_offset = s_total + E;                                        // [E + 1]
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / kWarpSize, lane = tid % kWarpSize;
+  for (int64_t t = warp; t < T; t += kSmallWarps)  // warp-uniform
+    route_token(logits + t * E, E, k, lane, s_prob + warp * E, idx + t * k, weight + t * k);
+  __syncthreads();  // the lanes 0's idx writes visible to the block
+  const int n = static_cast<int>(T * k);
+  if (tid < n) ids[tid] = idx[tid];
+  __syncthreads();
+  for (int e = tid; e < E; e += static_cast<int>(blockDim.x)) s_total[e] = moe::count_expert(ids, n, e);
+  __syncthreads();
+  if (tid == 0) moe::exclusive_offsets(s_total, E, s_offset);
+  __syncthreads();
+  for (int e = tid; e <= E; e += static_cast<int>(blockDim.x)) offsets[e] = s_offset[e];
+  if (tid < n) {
+    const int32_t row = moe::grouped_row(ids, tid, s_offset);
+    row_token[row] = tid / k;
+    row_of[tid] = row;
+  }
 }
 
 // The chunk's expert ids into shared memory; returns how many pairs the chunk has.
@@ -121,6 +161,19 @@ void launch_moe_route(cudaStream_t stream, const float* logits, int64_t T, int E
   const std::size_t smem = static_cast<std::size_t>(kMoeRouteWarps) * static_cast<std::size_t>(E) * sizeof(float);
   moe_route_kernel<<<static_cast<unsigned>(moe_route_blocks(T)), kRouteThreads, smem, stream>>>(logits, T, E, k, idx,
                                                                                                 weight);
+}
+
+bool moe_route_sort_fused(int64_t pairs) { return pairs <= moe::kSortChunk; }
+
+void launch_moe_route_sort(cudaStream_t stream, const float* logits, int64_t T, int E, int k, int32_t* idx,
+                           float* weight, int32_t* hist, int32_t* offsets, int32_t* row_token, int32_t* row_of) {
+  if (moe_route_sort_fused(T * k)) {
+    moe_route_sort_small_kernel<<<1, moe::kSortChunk, small_smem_bytes(E), stream>>>(logits, T, E, k, idx, weight,
+                                                                                     offsets, row_token, row_of);
+    return;
+  }
+  launch_moe_route(stream, logits, T, E, k, idx, weight);
+  launch_moe_sort(stream, idx, T * k, E, k, hist, offsets, row_token, row_of);
 }
 
 void launch_moe_sort(cudaStream_t stream, const int32_t* idx, int64_t pairs, int E, int k, int32_t* hist,

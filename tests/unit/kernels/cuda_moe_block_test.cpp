@@ -233,12 +233,10 @@ std::vector<uint16_t> replay(const MoeWeights& w, const std::vector<uint16_t>& x
   grouped(bf16(p.x_sorted), H, [](const ExpertWeights& e) { return e.gate; }, f32(p.gate), I);
   grouped(bf16(p.x_sorted), H, [](const ExpertWeights& e) { return e.up; }, f32(p.up), I);
   for (int64_t i = 0; i < R * I; ++i) bf16(p.act)[i] = moe::bf16_bits(moe::swiglu(f32(p.gate)[i], f32(p.up)[i]));
-  grouped(bf16(p.act), I, [](const ExpertWeights& e) { return e.down; }, f32(p.down), H);
-
-  if (w.has_shared) {
+  if (w.has_shared)  // the same launch
     for (int64_t i = 0; i < T * Is; ++i) bf16(p.s_act)[i] = moe::bf16_bits(moe::swiglu(f32(p.s_gate)[i], f32(p.s_up)[i]));
-    linear_bf16(bf16(p.s_act), T, w.shared.down, f32(p.s_down));
-  }
+  grouped(bf16(p.act), I, [](const ExpertWeights& e) { return e.down; }, f32(p.down), H);
+  if (w.has_shared) linear_bf16(bf16(p.s_act), T, w.shared.down, f32(p.s_down));
 
   // moe_combine_kernel: thread 0's order, then every column.
   std::vector<uint16_t> out(static_cast<size_t>(T * H));

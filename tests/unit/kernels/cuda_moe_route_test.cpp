@@ -206,6 +206,25 @@ TEST(CudaMoeMath, ElementStepsFollowTheCpuFormulas) {
 
 // ---- the expert sort ----------------------------------------------------------------------------
 
+// moe_route_sort_small_kernel's sort (one chunk; the offsets are the base of every pair).
+Sorted sort_as_small_kernel(const std::vector<int32_t>& idx, int E, int k) {
+  const int n = static_cast<int>(idx.size());
+  EXPECT_LE(n, moe::kSortChunk);
+  std::vector<int32_t> totals(static_cast<size_t>(E));
+  Sorted s;
+  s.offsets.resize(static_cast<size_t>(E) + 1);
+  s.row_token.assign(idx.size(), -1);
+  s.row_of.assign(idx.size(), -1);
+  for (int e = 0; e < E; ++e) totals[e] = moe::count_expert(idx.data(), n, e);
+  moe::exclusive_offsets(totals.data(), E, s.offsets.data());
+  for (int i = 0; i < n; ++i) {
+    const int32_t row = moe::grouped_row(idx.data(), i, s.offsets.data());
+    s.row_token[row] = i / k;
+    s.row_of[i] = row;
+  }
+  return s;
+}
+
 TEST(CudaMoeSort, KernelStepsGroupPairsAsTheCpuDoes) {
   struct Case {
     int64_t T;
@@ -220,12 +239,15 @@ TEST(CudaMoeSort, KernelStepsGroupPairsAsTheCpuDoes) {
     std::vector<float> w(idx.size());
     moe_route(l.rounded.data(), c.T, c.E, c.k, idx.data(), w.data());
     const ExpertGroups want = group_by_expert(idx.data(), c.T, c.k, c.E);
-    const Sorted got = sort_as_kernels(idx, c.E, c.k);
     SCOPED_TRACE(testing::Message() << "T=" << c.T << " E=" << c.E << " k=" << c.k << " style=" << c.style);
-    EXPECT_EQ(got.offsets, want.offsets);
-    EXPECT_EQ(got.row_token, want.token);
-    for (size_t r = 0; r < want.token.size(); ++r)
-      EXPECT_EQ(got.row_of[static_cast<size_t>(want.token[r]) * c.k + want.slot[r]], static_cast<int32_t>(r));
+    std::vector<Sorted> ways = {sort_as_kernels(idx, c.E, c.k)};
+    if (idx.size() <= static_cast<size_t>(moe::kSortChunk)) ways.push_back(sort_as_small_kernel(idx, c.E, c.k));
+    for (const Sorted& got : ways) {
+      EXPECT_EQ(got.offsets, want.offsets);
+      EXPECT_EQ(got.row_token, want.token);
+      for (size_t r = 0; r < want.token.size(); ++r)
+        EXPECT_EQ(got.row_of[static_cast<size_t>(want.token[r]) * c.k + want.slot[r]], static_cast<int32_t>(r));
+    }
   }
 }
 
