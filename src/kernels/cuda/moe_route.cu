@@ -1,6 +1,7 @@
 // The MoE block's routing kernels: router softmax/top-k (one warp per token), the counting sort of
-// (token, slot) pairs by expert, and the gather of x rows into the grouped order. The arithmetic is
-// in moe_route.h / moe_sort.h (host-tested); these kernels only distribute it over threads.
+// (token, slot) pairs by expert (count, scan, place; or, for a decode-sized step, routing and sort
+// in one block), and the gather of x rows into the grouped order. The arithmetic is in moe_route.h /
+// moe_sort.h (host-tested); these kernels only distribute it over threads.
 #include <cuda_runtime.h>
 
 #include <algorithm>
