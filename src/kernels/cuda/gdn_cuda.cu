@@ -1,19 +1,140 @@
-// Placeholder until the kernels land: every entry point reports that it is not implemented.
+// Gated DeltaNet on CUDA: the gating, and per sequence the causal conv1d, the conv-state shift, the
+// l2norm factors and the recurrent delta rule (gdn_plan.h lays out the launches). Every kernel
+// repeats the CPU op's operation sequence (cpu/gdn_cpu.cpp, kernels_scalar.cpp's gdn_step), so the
+// results are the CPU's bits, and a sequence's rows give the same bits however they are split.
 #include "kernels/cuda/gdn_cuda.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/cuda_limits.h"
+#include "kernels/cuda/gdn_device.cuh"
+#include "kernels/cuda/gdn_plan.h"
 
 namespace fp4serve::kernels::cuda {
+namespace {
+
+using namespace gdn_device;
+
+__global__ void gdn_gating_kernel(const GatingArgs p) {
+  const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (n < p.T * p.Hv) gating_element(p, n);
+}
+
+__global__ void gdn_conv_kernel(const ConvArgs p) {
+  const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (n < p.rows * p.C) conv_element(p, n);
+}
+
+// Blocks [0, state_blocks): the conv-state shift, a thread per channel; the others: the l2norm
+// factors, a thread per (row, q|k, k head). After gdn_conv_kernel on the stream: the shift must
+// follow every read of the old state, and the factors read the conv output.
+__global__ void gdn_prep_kernel(const ConvArgs p, unsigned state_blocks) {
+  if (blockIdx.x < state_blocks) {
+    const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+    if (c < p.C) state_shift(p, c);
+    return;
+  }
+  const int64_t n = (blockIdx.x - state_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (n < p.rows * 2 * p.Hk) l2norm_factor(p, n);
+}
+
+// Block (v head, column tile), one warp: lane owns one column of S[h] in shared memory (only its
+// own, so S needs no synchronization); per token the lanes stage q, k for all, synchronize, run
+// their column, and synchronize again before the next token restages. Every lane, in range or
+// not, reaches every __syncthreads.
+__global__ void __launch_bounds__(kRuleCols) gdn_rule_kernel(const RuleArgs a) {
+  extern __shared__ float smem[];
+  float* St = smem;                   // [dk][kRuleCols]
+  float* qs = St + a.dk * kRuleCols;  // [dk]
+  float* ks = qs + a.dk;              // [dk]
+  const RuleLane l = rule_lane(a, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+                               static_cast<int>(threadIdx.x));
+  rule_load_column(a, l, St);
+  TokenIn cur = rule_load_token(a, l, 0);
+  for (int64_t t = 0; t < a.rows; ++t) {
+    const TokenIn next = t + 1 < a.rows ? rule_load_token(a, l, t + 1) : cur;
+    rule_stage(a, l, cur, qs, ks);
+    __syncthreads();
+    rule_column_step(a, l, cur, t, St, qs, ks);
+    __syncthreads();
+    cur = next;
+  }
+  rule_store_column(a, l, St);
+}
+
+}  // namespace
 
 void gdn_gating(CudaContext& ctx, const TensorView& a, const TensorView& b, const TensorView& A_log,
                 const TensorView& dt_bias, const TensorView& g, const TensorView& beta) {
-  throw CudaError("gdn_gating", "not implemented yet", cudaErrorNotSupported);
+  expect_view(a, DType::kF32, {-1, -1}, "gdn_gating a");
+  const int64_t T = a.dim(0), Hv = a.dim(1);
+  expect_view(b, DType::kF32, {T, Hv}, "gdn_gating b");
+  expect_view(A_log, DType::kF32, {Hv}, "gdn_gating A_log");
+  expect_view(dt_bias, DType::kF32, {Hv}, "gdn_gating dt_bias");
+  expect_view(g, DType::kF32, {T, Hv}, "gdn_gating g");
+  expect_view(beta, DType::kF32, {T, Hv}, "gdn_gating beta");
+  const int64_t lda = gdn_row_stride(a, "gdn_gating a"), ldb = gdn_row_stride(b, "gdn_gating b");
+  const int64_t ldg = gdn_row_stride(g, "gdn_gating g"), ldbeta = gdn_row_stride(beta, "gdn_gating beta");
+  const int64_t n = T * Hv;
+  if (n == 0) return;
+  const int64_t blocks = (n + kGdnThreads - 1) / kGdnThreads;
+  if (blocks > 0x7FFFFFFF) throw std::invalid_argument("gdn_gating: too many rows for one launch");
+  const GatingArgs args{a.as<const float>(), lda, b.as<const float>(), ldb, A_log.as<const float>(),
+                        dt_bias.as<const float>(), T, static_cast<int>(Hv), g.as<float>(), ldg, beta.as<float>(),
+                        ldbeta};
+  gdn_gating_kernel<<<static_cast<unsigned>(blocks), kGdnThreads, 0, ctx.stream>>>(args);
+  check_launch("gdn_gating", a, b, g, beta);
 }
 
-void gdn_sequence(CudaContext& ctx, const GdnDims& dims, const TensorView& conv_weight, const GdnSeqDesc& seq,
+void gdn_sequence(CudaContext& ctx, const GdnDims& d, const TensorView& conv_weight, const GdnSeqDesc& seq,
                   const TensorView& x, const TensorView& g, const TensorView& beta, const TensorView& qkv_out,
                   const TensorView& core_out) {
-  throw CudaError("gdn_sequence", "not implemented yet", cudaErrorNotSupported);
+  gdn_check_dims(d, "gdn_sequence");
+  const int64_t C = d.conv_dim(), Vd = d.value_dim();
+  expect_view(conv_weight, DType::kBF16, {C, d.conv_kernel}, "gdn conv weight");
+  expect_view(x, DType::kBF16, {-1, C}, "gdn x");
+  expect_view(qkv_out, DType::kBF16, {x.dim(0), C}, "gdn qkv out");
+  expect_view(core_out, DType::kBF16, {x.dim(0), Vd}, "gdn core out");
+  expect_view(g, DType::kF32, {x.dim(0), d.Hv}, "gdn g");
+  expect_view(beta, DType::kF32, {x.dim(0), d.Hv}, "gdn beta");
+  if (!conv_weight.is_contiguous()) throw std::invalid_argument("gdn_sequence: the conv weight must be contiguous");
+  const int64_t ldx = gdn_row_stride(x, "gdn x"), ldq = gdn_row_stride(qkv_out, "gdn qkv out");
+  const int64_t ldo = gdn_row_stride(core_out, "gdn core out");
+  const int64_t ldg = gdn_row_stride(g, "gdn g"), ldb = gdn_row_stride(beta, "gdn beta");
+  const int64_t r0 = seq.seq.row0, rows = seq.seq.rows;
+  if (rows == 0) return;
+  if (r0 < 0 || rows < 0 || r0 + rows > x.dim(0)) throw std::invalid_argument("gdn_sequence: fewer rows than the step");
+  if (seq.state.ssm == nullptr || (d.conv_kernel > 1 && seq.state.conv == nullptr))
+    throw std::invalid_argument("gdn_sequence: the sequence has no state");
+  // The conv reads raw inputs of earlier rows while writing the output rows: they must not share memory.
+  if (x.data == qkv_out.data) throw std::invalid_argument("gdn_sequence: x and qkv_out must be different buffers");
+
+  const GdnLaunch p = gdn_plan(d, rows);
+  float* inv = ctx.scratch.take_n<float>(static_cast<std::size_t>(p.inv_floats), "gdn l2norm factors");
+  const uint16_t* xs = x.as<const uint16_t>() + r0 * ldx;
+  uint16_t* qkv = qkv_out.as<uint16_t>() + r0 * ldq;
+  const ConvArgs cp{xs, ldx, rows, C, conv_weight.as<const uint16_t>(), d.conv_kernel, seq.state.conv, qkv, ldq,
+                    d.Hk, d.dk, inv};
+
+  gdn_conv_kernel<<<p.conv_blocks, kGdnThreads, 0, ctx.stream>>>(cp);
+  check_launch("gdn_sequence conv", x, qkv_out);
+  gdn_prep_kernel<<<p.state_blocks + p.norm_blocks, kGdnThreads, 0, ctx.stream>>>(cp, p.state_blocks);
+  check_launch("gdn_sequence conv state and l2norm", x, qkv_out);
+
+  RuleArgs ra{};
+  ra.qkv = qkv, ra.ldq = ldq;
+  ra.g = g.as<const float>() + r0 * ldg, ra.ldg = ldg;
+  ra.beta = beta.as<const float>() + r0 * ldb, ra.ldb = ldb;
+  ra.inv = inv;
+  ra.S = seq.state.ssm;
+  ra.out = core_out.as<uint16_t>() + r0 * ldo, ra.ldo = ldo;
+  ra.rows = rows;
+  ra.Hk = d.Hk, ra.Hv = d.Hv, ra.dk = d.dk, ra.dv = d.dv;
+  ra.qscale = p.qscale;
+  gdn_rule_kernel<<<dim3(p.rule_heads, p.rule_tiles), kRuleCols, p.rule_smem, ctx.stream>>>(ra);
+  check_launch("gdn_sequence delta rule", qkv_out, core_out, std::string("dk ") + std::to_string(d.dk));
 }
 
 }  // namespace fp4serve::kernels::cuda

@@ -1,0 +1,49 @@
+// The host half of the CUDA Gated DeltaNet ops (gdn_cuda.h): argument checks and launch geometry,
+// compiled by g++ and unit-tested on the CPU (tests/unit/kernels/cuda_gdn_plan_test.cpp).
+//
+// gdn_sequence runs three kernels on the stream, in order:
+//   conv     one thread per (row, channel): the causal conv1d over the conv state and earlier rows,
+//            then SiLU, into qkv_out (reads the state, does not write it);
+//   prep     blocks [0, state_blocks): one thread per channel shifts the conv state to the last Kc-1
+//            raw inputs (after conv has read it); the other blocks: one thread per (row, q|k, k head)
+//            computes HF's bf16 l2norm factor of that head vector into scratch (`inv`);
+//   rule     one block of kRuleCols threads per (v head, tile of kRuleCols state columns), one
+//            thread per column of S, walking the rows in order (gdn_recurrent_kernel).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gdn.h"
+#include "kernels/tensor_view.h"
+
+namespace fp4serve::kernels::cuda {
+
+inline constexpr int kGdnThreads = 256;   // conv and prep blocks
+inline constexpr int kRuleCols = 32;      // state columns per delta-rule block (one warp)
+inline constexpr int kGdnMaxDk = 256;     // the rule keeps q, k of a token in kGdnMaxDk / 32 registers per lane
+inline constexpr int kGdnMaxConvKernel = 16;  // as the CPU op
+
+// Throws std::invalid_argument naming `op` unless the dimensions are ones the kernels take:
+// Hk > 0, Hv a positive multiple of Hk, 1 <= dk <= kGdnMaxDk, dv > 0, 1 <= conv_kernel <= 16.
+void gdn_check_dims(const GdnDims& d, const char* op);
+
+// The row stride (elements) of a [rows, cols] view; throws when rows overlap (stride < cols).
+int64_t gdn_row_stride(const TensorView& v, const char* what);
+
+struct GdnLaunch {
+  int64_t rows = 0;
+  unsigned conv_blocks = 0;    // rows * conv_dim threads, kGdnThreads a block
+  unsigned state_blocks = 0;   // conv_dim threads
+  unsigned norm_blocks = 0;    // rows * 2 * Hk threads
+  unsigned rule_heads = 0;     // grid.x of the rule: Hv
+  unsigned rule_tiles = 0;     // grid.y of the rule: ceil(dv / kRuleCols)
+  std::size_t rule_smem = 0;   // bytes: the S tile [dk][kRuleCols] and q, k [dk] of the token, fp32
+  int64_t inv_floats = 0;      // scratch: rows * 2 * Hk l2norm factors
+  float qscale = 0.0f;         // float(1 / sqrt(dk)), as the CPU computes it
+};
+
+// The geometry of one gdn_sequence call over `rows` rows (dims already checked).
+GdnLaunch gdn_plan(const GdnDims& d, int64_t rows);
+
+}  // namespace fp4serve::kernels::cuda

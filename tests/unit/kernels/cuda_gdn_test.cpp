@@ -1,0 +1,224 @@
+// The CUDA Gated DeltaNet on the CPU, without a GPU: the launch plan and argument checks
+// (gdn_plan.h), and the kernels' per-thread bodies (gdn_device.cuh, compiled here by g++) run
+// thread by thread in the kernels' phase order -- conv threads, then the state shift and l2norm
+// threads, then per block the lanes' column load, and per token every lane's staging before any
+// lane's column step -- against the CPU op, bit for bit. Threads of one phase run in reverse order,
+// so a body that depended on another thread of its phase having run first would show here.
+// The device's own math (exp/log1p in double, the _rn intrinsics) is the GPU run's to check.
+#if defined(FP4SERVE_HAVE_CUDA)
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/gdn_cpu.h"
+#include "kernels/cuda/gdn_device.cuh"
+#include "kernels/cuda/gdn_plan.h"
+
+namespace fp4serve::kernels::cuda {
+namespace {
+
+using namespace gdn_device;
+
+uint32_t fbits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+
+GdnDims dims(int Hk, int Hv, int dk, int dv, int Kc = 4) {
+  GdnDims d;
+  d.Hk = Hk, d.Hv = Hv, d.dk = dk, d.dv = dv, d.conv_kernel = Kc;
+  return d;
+}
+
+// gdn_cuda.cu's gdn_sequence on the host: rows [r0, r0 + rows) of x [*, ldx] and g, beta [*, Hv],
+// into qkv [*, ldq] and core [*, ldo]; conv and ssm states in place.
+void emulate_sequence(const GdnDims& d, const uint16_t* w, const uint16_t* x, int64_t ldx, int64_t r0, int64_t rows,
+                      const float* g, const float* beta, uint16_t* conv, float* ssm, uint16_t* qkv, int64_t ldq,
+                      uint16_t* core, int64_t ldo) {
+  const GdnLaunch p = gdn_plan(d, rows);
+  const int64_t C = d.conv_dim();
+  std::vector<float> inv(static_cast<std::size_t>(p.inv_floats), std::nanf(""));
+  const ConvArgs cp{x + r0 * ldx, ldx, rows, C, w, d.conv_kernel, conv, qkv + r0 * ldq, ldq, d.Hk, d.dk, inv.data()};
+  for (int64_t n = static_cast<int64_t>(p.conv_blocks) * kGdnThreads - 1; n >= 0; --n)
+    if (n < rows * C) conv_element(cp, n);
+  for (int64_t blk = p.state_blocks + p.norm_blocks - 1; blk >= 0; --blk)
+    for (int64_t th = kGdnThreads - 1; th >= 0; --th) {
+      if (blk < p.state_blocks) {
+        const int64_t c = blk * kGdnThreads + th;
+        if (c < C) state_shift(cp, c);
+      } else {
+        const int64_t n = (blk - p.state_blocks) * kGdnThreads + th;
+        if (n < rows * 2 * d.Hk) l2norm_factor(cp, n);
+      }
+    }
+  RuleArgs a{};
+  a.qkv = qkv + r0 * ldq, a.ldq = ldq;
+  a.g = g + r0 * d.Hv, a.ldg = d.Hv;
+  a.beta = beta + r0 * d.Hv, a.ldb = d.Hv;
+  a.inv = inv.data();
+  a.S = ssm;
+  a.out = core + r0 * ldo, a.ldo = ldo;
+  a.rows = rows;
+  a.Hk = d.Hk, a.Hv = d.Hv, a.dk = d.dk, a.dv = d.dv;
+  a.qscale = p.qscale;
+  ASSERT_EQ(p.rule_smem, static_cast<std::size_t>(d.dk) * (kRuleCols + 2) * sizeof(float));
+  for (int h = static_cast<int>(p.rule_heads) - 1; h >= 0; --h)
+    for (int tile = static_cast<int>(p.rule_tiles) - 1; tile >= 0; --tile) {
+      std::vector<float> smem(p.rule_smem / sizeof(float), std::nanf(""));
+      float* St = smem.data();
+      float* qs = St + d.dk * kRuleCols;
+      float* ks = qs + d.dk;
+      RuleLane lanes[kRuleCols];
+      TokenIn cur[kRuleCols], next[kRuleCols];
+      for (int lane = kRuleCols - 1; lane >= 0; --lane) {
+        lanes[lane] = rule_lane(a, h, tile, lane);
+        rule_load_column(a, lanes[lane], St);
+        cur[lane] = rule_load_token(a, lanes[lane], 0);
+      }
+      for (int64_t t = 0; t < rows; ++t) {
+        for (int lane = kRuleCols - 1; lane >= 0; --lane) {
+          next[lane] = t + 1 < rows ? rule_load_token(a, lanes[lane], t + 1) : cur[lane];
+          rule_stage(a, lanes[lane], cur[lane], qs, ks);
+        }
+        // __syncthreads()
+        for (int lane = kRuleCols - 1; lane >= 0; --lane) rule_column_step(a, lanes[lane], cur[lane], t, St, qs, ks);
+        // __syncthreads()
+        for (int lane = 0; lane < kRuleCols; ++lane) cur[lane] = next[lane];
+      }
+      for (int lane = kRuleCols - 1; lane >= 0; --lane) rule_store_column(a, lanes[lane], St);
+    }
+}
+
+struct Case {
+  GdnDims d;
+  int64_t rows;
+  std::vector<int64_t> split;  // pieces of the emulated run (the last takes the rest)
+  int64_t pad = 0;             // extra elements per row of x, qkv and core (strided rows)
+};
+
+void check_against_cpu(const Case& c, uint32_t seed) {
+  const GdnDims& d = c.d;
+  const int64_t T = c.rows, C = d.conv_dim(), Vd = d.value_dim(), Kc = d.conv_kernel;
+  const int64_t ldx = C + c.pad, ldq = C + c.pad, ldo = Vd + c.pad;
+  const auto x = test::to_bf16(test::random_f32(T * C, seed));
+  const auto w = test::to_bf16(test::random_f32(C * Kc, seed + 1, 0.5f));
+  const auto conv0 = test::to_bf16(test::random_f32(d.conv_state_elems(), seed + 2));
+  const auto ssm0 = test::random_f32(d.state_elems(), seed + 3, 0.1f);
+  const auto r = test::random_f32(T * d.Hv, seed + 4);
+  std::vector<float> g, beta;
+  for (float v : r) {
+    g.push_back(-0.3f * std::fabs(v));
+    beta.push_back(round_bf16(1.0f / (1.0f + std::exp(-2.0f * v))));
+  }
+  // The CPU op (scalar tier: the reference of every tier).
+  std::vector<uint16_t> conv_ref = conv0, qkv_ref(T * C), core_ref(T * Vd);
+  std::vector<float> ssm_ref = ssm0;
+  kernels::gdn_conv1d(x.data(), T, C, w.data(), d.conv_kernel, conv_ref.data(), qkv_ref.data(), cpu::Isa::kScalar);
+  kernels::gdn_recurrent(qkv_ref.data(), T, d, g.data(), beta.data(), ssm_ref.data(), core_ref.data(), cpu::Isa::kScalar);
+  // The kernels' bodies, on strided copies, piece by piece.
+  std::vector<uint16_t> xs(T * ldx, 0x7FC1), qkv(T * ldq, 0x7FC1), core(T * ldo, 0x7FC1), conv = conv0;
+  for (int64_t t = 0; t < T; ++t) std::copy_n(x.begin() + t * C, C, xs.begin() + t * ldx);
+  std::vector<float> ssm = ssm0;
+  int64_t done = 0;
+  for (std::size_t piece = 0; done < T; ++piece) {
+    const int64_t m = piece < c.split.size() ? std::min(c.split[piece], T - done) : T - done;
+    emulate_sequence(d, w.data(), xs.data(), ldx, done, m, g.data(), beta.data(), conv.data(), ssm.data(), qkv.data(),
+                     ldq, core.data(), ldo);
+    done += m;
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < C; ++i) ASSERT_EQ(qkv[t * ldq + i], qkv_ref[t * C + i]) << "qkv row " << t << " ch " << i;
+    for (int64_t i = 0; i < Vd; ++i)
+      ASSERT_EQ(core[t * ldo + i], core_ref[t * Vd + i]) << "core row " << t << " col " << i;
+    for (int64_t i = 0; i < c.pad; ++i) {  // the padding of strided rows untouched
+      ASSERT_EQ(qkv[t * ldq + C + i], 0x7FC1);
+      ASSERT_EQ(core[t * ldo + Vd + i], 0x7FC1);
+    }
+  }
+  ASSERT_EQ(conv, conv_ref);
+  for (std::size_t i = 0; i < ssm.size(); ++i) ASSERT_EQ(fbits(ssm[i]), fbits(ssm_ref[i])) << i;
+}
+
+TEST(CudaGdn, KernelBodiesReproduceTheCpuOpBitForBit) {
+  const Case cases[] = {
+      {dims(2, 4, 32, 32), 7, {}},
+      {dims(2, 4, 32, 32), 7, {1, 2, 1}},  // pieces shorter than the conv history (state shifts in place)
+      {dims(1, 2, 24, 40), 5, {4}, 8},     // dk < 32 lanes, dv across two column tiles, strided rows
+      {dims(1, 1, 64, 16, 2), 3, {}},      // conv kernel 2
+      {dims(1, 2, 16, 16, 1), 3, {1}},     // conv kernel 1: no history
+      {dims(1, 2, 256, 8), 2, {1}},        // the largest dk the rule takes
+      {dims(16, 32, 128, 128), 3, {1}},    // the model's heads
+      {dims(1, 2, 128, 128), 70, {33}},    // the model's head sizes over a longer prefill
+  };
+  uint32_t seed = 5;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << "Hk=" << c.d.Hk << " Hv=" << c.d.Hv << " dk=" << c.d.dk << " dv=" << c.d.dv
+                                    << " Kc=" << c.d.conv_kernel << " rows=" << c.rows);
+    check_against_cpu(c, seed += 10);
+    if (testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(CudaGdn, GatingBodyReproducesTheCpuOp) {
+  const int64_t T = 9;
+  const int Hv = 8;
+  const auto a = test::random_bf16_values(T * Hv, 1, 12.0f);  // some a + dt_bias above softplus's 20
+  const auto b = test::random_bf16_values(T * Hv, 2, 3.0f);
+  const auto A_log = test::random_bf16_values(Hv, 3), dt = test::random_bf16_values(Hv, 4, 2.0f);
+  std::vector<float> g_ref(T * Hv), beta_ref(T * Hv), g(T * Hv * 2, -1.0f), beta(T * Hv * 2, -1.0f);
+  kernels::gdn_gating(a.data(), b.data(), A_log.data(), dt.data(), T, Hv, g_ref.data(), beta_ref.data());
+  const GatingArgs p{a.data(), Hv, b.data(), Hv, A_log.data(), dt.data(), T, Hv, g.data(), 2 * Hv, beta.data(), 2 * Hv};
+  for (int64_t n = T * Hv - 1; n >= 0; --n) gating_element(p, n);
+  for (int64_t t = 0; t < T; ++t)
+    for (int h = 0; h < Hv; ++h) {
+      EXPECT_EQ(fbits(g[t * 2 * Hv + h]), fbits(g_ref[t * Hv + h])) << t << " " << h;
+      EXPECT_EQ(fbits(beta[t * 2 * Hv + h]), fbits(beta_ref[t * Hv + h])) << t << " " << h;
+      EXPECT_EQ(g[t * 2 * Hv + Hv + h], -1.0f);  // between the strided rows: untouched
+    }
+}
+
+TEST(CudaGdn, PlanCoversEveryThreadAndFitsSharedMemory) {
+  const GdnDims d = dims(16, 32, 128, 128);
+  for (int64_t rows : {1, 5, 64, 4097}) {
+    const GdnLaunch p = gdn_plan(d, rows);
+    EXPECT_GE(static_cast<int64_t>(p.conv_blocks) * kGdnThreads, rows * d.conv_dim());
+    EXPECT_LT(static_cast<int64_t>(p.conv_blocks - 1) * kGdnThreads, rows * d.conv_dim());
+    EXPECT_GE(static_cast<int64_t>(p.state_blocks) * kGdnThreads, d.conv_dim());
+    EXPECT_GE(static_cast<int64_t>(p.norm_blocks) * kGdnThreads, rows * 2 * d.Hk);
+    EXPECT_EQ(p.rule_heads, 32u);
+    EXPECT_EQ(p.rule_tiles, 4u);
+    EXPECT_EQ(p.inv_floats, rows * 32);
+    EXPECT_LE(p.rule_smem, kMaxSmemDefault);  // no opt-in needed on either architecture
+  }
+  EXPECT_EQ(gdn_plan(dims(1, 2, 24, 40), 1).rule_tiles, 2u);
+  EXPECT_EQ(gdn_plan(d, 1).qscale, static_cast<float>(1.0 / std::sqrt(128.0)));
+}
+
+TEST(CudaGdn, DimsAndStridesTheKernelsCannotTakeAreRejected) {
+  EXPECT_NO_THROW(gdn_check_dims(dims(16, 32, 128, 128), "op"));
+  EXPECT_THROW(gdn_check_dims(dims(3, 4, 32, 32), "op"), std::invalid_argument);     // Hv not a multiple of Hk
+  EXPECT_THROW(gdn_check_dims(dims(0, 4, 32, 32), "op"), std::invalid_argument);
+  EXPECT_THROW(gdn_check_dims(dims(1, 1, 257, 32), "op"), std::invalid_argument);    // dk above kGdnMaxDk
+  EXPECT_THROW(gdn_check_dims(dims(1, 1, 32, 0), "op"), std::invalid_argument);
+  EXPECT_THROW(gdn_check_dims(dims(1, 1, 32, 32, 0), "op"), std::invalid_argument);
+  EXPECT_THROW(gdn_check_dims(dims(1, 1, 32, 32, 17), "op"), std::invalid_argument);
+  int dummy = 0;
+  TensorView v = TensorView::contiguous(&dummy, DType::kF32, {4, 8});
+  EXPECT_EQ(gdn_row_stride(v, "v"), 8);
+  v.stride[0] = 12;
+  EXPECT_EQ(gdn_row_stride(v, "v"), 12);
+  v.stride[0] = 7;
+  EXPECT_THROW(gdn_row_stride(v, "v"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace fp4serve::kernels::cuda
+
+#endif  // FP4SERVE_HAVE_CUDA
