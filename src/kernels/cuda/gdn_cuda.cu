@@ -41,25 +41,34 @@ __global__ void gdn_prep_kernel(const ConvArgs p, unsigned state_blocks) {
 }
 
 // Block (v head, column tile), one warp: lane owns one column of S[h] in shared memory (only its
-// own, so S needs no synchronization); per token the lanes stage q, k for all, synchronize, run
-// their column, and synchronize again before the next token restages. Every lane, in range or
-// not, reaches every __syncthreads.
+// own, so S needs no synchronization). q, k of a token are staged in one of two shared buffers for
+// all lanes: token t+1's while token t's is read (rule_update fuses t's second sweep with t+1's
+// first). Per token: stage t+1, synchronize, update t, synchronize (t's buffer is restaged with
+// t+2 next). Token data is loaded two tokens ahead. Every lane, in range or not, reaches every
+// __syncthreads (the loop bounds and `next` are the same for the whole block).
 __global__ void __launch_bounds__(kRuleCols) gdn_rule_kernel(const RuleArgs a) {
   extern __shared__ float smem[];
-  float* St = smem;                   // [dk][kRuleCols]
-  float* qs = St + a.dk * kRuleCols;  // [dk]
-  float* ks = qs + a.dk;              // [dk]
+  float* St = smem;  // [dk][kRuleCols], then q of buffers 0, 1 and k of buffers 0, 1, [dk] each
+  auto qs = [&](int b) { return St + a.dk * (kRuleCols + b); };
+  auto ks = [&](int b) { return St + a.dk * (kRuleCols + 2 + b); };
   const RuleLane l = rule_lane(a, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
                                static_cast<int>(threadIdx.x));
   rule_load_column(a, l, St);
   TokenIn cur = rule_load_token(a, l, 0);
+  TokenIn nxt = a.rows > 1 ? rule_load_token(a, l, 1) : cur;
+  rule_stage(a, l, cur, qs(0), ks(0));
+  __syncthreads();
+  float kvm = rule_decay_project(a, l, exp_f32(cur.g), St, ks(0));
   for (int64_t t = 0; t < a.rows; ++t) {
-    const TokenIn next = t + 1 < a.rows ? rule_load_token(a, l, t + 1) : cur;
-    rule_stage(a, l, cur, qs, ks);
+    const bool next = t + 1 < a.rows;
+    const int b = static_cast<int>(t & 1), nb = b ^ 1;
+    const TokenIn fut = t + 2 < a.rows ? rule_load_token(a, l, t + 2) : nxt;
+    if (next) rule_stage(a, l, nxt, qs(nb), ks(nb));
     __syncthreads();
-    rule_column_step(a, l, cur, t, St, qs, ks);
+    kvm = rule_update(a, l, cur, kvm, t, St, qs(b), ks(b), next, exp_f32(nxt.g), ks(nb));
     __syncthreads();
-    cur = next;
+    cur = nxt;
+    nxt = fut;
   }
   rule_store_column(a, l, St);
 }

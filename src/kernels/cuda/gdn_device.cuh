@@ -120,8 +120,8 @@ struct RuleArgs {
 
 inline constexpr int kPerLane = kGdnMaxDk / kWarpSize;  // q, k elements a lane stages per token
 
-// What one token needs, loaded a token ahead so its global-memory latency hides behind the
-// previous token's arithmetic. Lane l holds q, k elements i = l + 32 r.
+// What one token needs, loaded two tokens ahead so its global-memory latency hides behind the
+// arithmetic of the tokens before it. Lane l holds q, k elements i = l + 32 r.
 struct TokenIn {
   uint16_t q[kPerLane], k[kPerLane];
   uint16_t v;
@@ -147,12 +147,18 @@ GDN_HD RuleLane rule_lane(const RuleArgs& a, int block_h, int block_tile, int la
 // St: the block's S tile [dk][kRuleCols]; the lane touches its own column only.
 GDN_HD void rule_load_column(const RuleArgs& a, const RuleLane& l, float* St) {
   const float* Sh = a.S + static_cast<int64_t>(l.h) * a.dk * a.dv;
+#if defined(__CUDA_ARCH__)
+#pragma unroll 16
+#endif
   for (int i = 0; i < a.dk; ++i) St[i * kRuleCols + l.lane] = l.col ? Sh[static_cast<int64_t>(i) * a.dv + l.j] : 0.0f;
 }
 
 GDN_HD void rule_store_column(const RuleArgs& a, const RuleLane& l, const float* St) {
   if (!l.col) return;
   float* Sh = a.S + static_cast<int64_t>(l.h) * a.dk * a.dv;
+#if defined(__CUDA_ARCH__)
+#pragma unroll 16
+#endif
   for (int i = 0; i < a.dk; ++i) Sh[static_cast<int64_t>(i) * a.dv + l.j] = St[i * kRuleCols + l.lane];
 }
 
@@ -191,30 +197,50 @@ GDN_HD void rule_stage(const RuleArgs& a, const RuleLane& l, const TokenIn& in, 
   }
 }
 
-// Token t for the lane's column j, after every lane staged (kernels_scalar.cpp gdn_step):
-//   decay = exp(g)
-//   kvm = 0;  for i: S_ij = S_ij * decay;  kvm = fma(S_ij, k_i, kvm)
+// The delta rule per token (kernels_scalar.cpp gdn_step, which every CPU tier reproduces), for the
+// lane's column j:
+//   S_ij = S_ij * decay;  kvm = fma(S_ij, k_i, kvm)   (i in order, kvm from +0; decay = exp(g))
 //   d = (v_j - kvm) * beta
-//   o = 0;    for i: S_ij = fma(k_i, d, S_ij);  o = fma(S_ij, q_i, o)
-//   out_j = bf16(o)
+//   S_ij = fma(k_i, d, S_ij);  o = fma(S_ij, q_i, o)   (i in order, o from +0);  out_j = bf16(o)
+// As the avx512 tier's gdn_tokens, the second sweep of token t also does the first sweep of token
+// t+1 (the same operations on each element in the same order, so the same bits): the kvm chain
+// of t+1 and the o chain of t are independent, and interleaved they hide each other's latency.
 // Lanes past dv run on zeros and store nothing.
-GDN_HD void rule_column_step(const RuleArgs& a, const RuleLane& l, const TokenIn& in, int64_t t, float* St,
-                             const float* qs, const float* ks) {
-  const float decay = exp_f32(in.g);
+
+// The first sweep alone (the sequence's first token): returns kvm.
+GDN_HD float rule_decay_project(const RuleArgs& a, const RuleLane& l, float decay, float* St, const float* ks) {
   float kvm = 0.0f;
   for (int i = 0; i < a.dk; ++i) {
     const float s = mul_rn(St[i * kRuleCols + l.lane], decay);
     St[i * kRuleCols + l.lane] = s;
     kvm = fma_f32(s, ks[i], kvm);
   }
+  return kvm;
+}
+
+// Token t's update and output from its kvm; with `next`, fused with token t+1's first sweep
+// (decay and k of t+1 in next_decay, ks_next), returning t+1's kvm.
+GDN_HD float rule_update(const RuleArgs& a, const RuleLane& l, const TokenIn& in, float kvm, int64_t t, float* St,
+                         const float* qs, const float* ks, bool next, float next_decay, const float* ks_next) {
   const float d = mul_rn(sub_rn(bf16_to_f32(in.v), kvm), in.beta);
-  float o = 0.0f;
-  for (int i = 0; i < a.dk; ++i) {
-    const float s = fma_f32(ks[i], d, St[i * kRuleCols + l.lane]);
-    St[i * kRuleCols + l.lane] = s;
-    o = fma_f32(s, qs[i], o);
+  float o = 0.0f, next_kvm = 0.0f;
+  if (next) {
+    for (int i = 0; i < a.dk; ++i) {
+      float s = fma_f32(ks[i], d, St[i * kRuleCols + l.lane]);
+      o = fma_f32(s, qs[i], o);
+      s = mul_rn(s, next_decay);
+      next_kvm = fma_f32(s, ks_next[i], next_kvm);
+      St[i * kRuleCols + l.lane] = s;
+    }
+  } else {
+    for (int i = 0; i < a.dk; ++i) {
+      const float s = fma_f32(ks[i], d, St[i * kRuleCols + l.lane]);
+      St[i * kRuleCols + l.lane] = s;
+      o = fma_f32(s, qs[i], o);
+    }
   }
   if (l.col) a.out[t * a.ldo + static_cast<int64_t>(l.h) * a.dv + l.j] = f32_to_bf16(o);
+  return next_kvm;
 }
 
 }  // namespace fp4serve::kernels::cuda::gdn_device

@@ -46,13 +46,13 @@ GdnLaunch gdn_plan(const GdnDims& d, int64_t rows) {
   p.norm_blocks = blocks_for(rows * 2 * d.Hk, "gdn_sequence l2norm");
   p.rule_heads = static_cast<unsigned>(d.Hv);
   p.rule_tiles = static_cast<unsigned>((d.dv + kRuleCols - 1) / kRuleCols);
-  p.rule_smem = static_cast<std::size_t>(d.dk) * (kRuleCols + 2) * sizeof(float);
+  p.rule_smem = static_cast<std::size_t>(d.dk) * (kRuleCols + 4) * sizeof(float);
   p.inv_floats = rows * 2 * d.Hk;
   p.qscale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.dk)));
   return p;
 }
 
 // The largest rule block (dk = kGdnMaxDk) runs without the shared-memory opt-in on either architecture.
-static_assert(static_cast<std::size_t>(kGdnMaxDk) * (kRuleCols + 2) * sizeof(float) <= kMaxSmemDefault);
+static_assert(static_cast<std::size_t>(kGdnMaxDk) * (kRuleCols + 4) * sizeof(float) <= kMaxSmemDefault);
 
 }  // namespace fp4serve::kernels::cuda

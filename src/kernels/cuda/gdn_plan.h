@@ -38,7 +38,7 @@ struct GdnLaunch {
   unsigned norm_blocks = 0;    // rows * 2 * Hk threads
   unsigned rule_heads = 0;     // grid.x of the rule: Hv
   unsigned rule_tiles = 0;     // grid.y of the rule: ceil(dv / kRuleCols)
-  std::size_t rule_smem = 0;   // bytes: the S tile [dk][kRuleCols] and q, k [dk] of the token, fp32
+  std::size_t rule_smem = 0;   // bytes: the S tile [dk][kRuleCols], q and k [dk] of two tokens, fp32
   int64_t inv_floats = 0;      // scratch: rows * 2 * Hk l2norm factors
   float qscale = 0.0f;         // float(1 / sqrt(dk)), as the CPU computes it
 };

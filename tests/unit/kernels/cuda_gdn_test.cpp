@@ -68,29 +68,40 @@ void emulate_sequence(const GdnDims& d, const uint16_t* w, const uint16_t* x, in
   a.rows = rows;
   a.Hk = d.Hk, a.Hv = d.Hv, a.dk = d.dk, a.dv = d.dv;
   a.qscale = p.qscale;
-  ASSERT_EQ(p.rule_smem, static_cast<std::size_t>(d.dk) * (kRuleCols + 2) * sizeof(float));
+  ASSERT_EQ(p.rule_smem, static_cast<std::size_t>(d.dk) * (kRuleCols + 4) * sizeof(float));
   for (int h = static_cast<int>(p.rule_heads) - 1; h >= 0; --h)
     for (int tile = static_cast<int>(p.rule_tiles) - 1; tile >= 0; --tile) {
       std::vector<float> smem(p.rule_smem / sizeof(float), std::nanf(""));
       float* St = smem.data();
-      float* qs = St + d.dk * kRuleCols;
-      float* ks = qs + d.dk;
+      float* qs[2] = {St + d.dk * kRuleCols, St + d.dk * (kRuleCols + 1)};
+      float* ks[2] = {St + d.dk * (kRuleCols + 2), St + d.dk * (kRuleCols + 3)};
       RuleLane lanes[kRuleCols];
-      TokenIn cur[kRuleCols], next[kRuleCols];
+      TokenIn cur[kRuleCols], nxt[kRuleCols];
+      float kvm[kRuleCols];
       for (int lane = kRuleCols - 1; lane >= 0; --lane) {
         lanes[lane] = rule_lane(a, h, tile, lane);
         rule_load_column(a, lanes[lane], St);
         cur[lane] = rule_load_token(a, lanes[lane], 0);
+        nxt[lane] = rows > 1 ? rule_load_token(a, lanes[lane], 1) : cur[lane];
+        rule_stage(a, lanes[lane], cur[lane], qs[0], ks[0]);
       }
+      // __syncthreads()
+      for (int lane = kRuleCols - 1; lane >= 0; --lane)
+        kvm[lane] = rule_decay_project(a, lanes[lane], gdn_math::exp_f32(cur[lane].g), St, ks[0]);
       for (int64_t t = 0; t < rows; ++t) {
+        const bool next = t + 1 < rows;
+        const int b = static_cast<int>(t & 1), nb = b ^ 1;
+        TokenIn fut[kRuleCols];
         for (int lane = kRuleCols - 1; lane >= 0; --lane) {
-          next[lane] = t + 1 < rows ? rule_load_token(a, lanes[lane], t + 1) : cur[lane];
-          rule_stage(a, lanes[lane], cur[lane], qs, ks);
+          fut[lane] = t + 2 < rows ? rule_load_token(a, lanes[lane], t + 2) : nxt[lane];
+          if (next) rule_stage(a, lanes[lane], nxt[lane], qs[nb], ks[nb]);
         }
         // __syncthreads()
-        for (int lane = kRuleCols - 1; lane >= 0; --lane) rule_column_step(a, lanes[lane], cur[lane], t, St, qs, ks);
+        for (int lane = kRuleCols - 1; lane >= 0; --lane)
+          kvm[lane] = rule_update(a, lanes[lane], cur[lane], kvm[lane], t, St, qs[b], ks[b], next,
+                                  gdn_math::exp_f32(nxt[lane].g), ks[nb]);
         // __syncthreads()
-        for (int lane = 0; lane < kRuleCols; ++lane) cur[lane] = next[lane];
+        for (int lane = 0; lane < kRuleCols; ++lane) cur[lane] = nxt[lane], nxt[lane] = fut[lane];
       }
       for (int lane = kRuleCols - 1; lane >= 0; --lane) rule_store_column(a, lanes[lane], St);
     }
