@@ -40,37 +40,43 @@ __global__ void gdn_prep_kernel(const ConvArgs p, unsigned state_blocks) {
   if (n < p.rows * 2 * p.Hk) l2norm_factor(p, n);
 }
 
-// Block (v head, column tile), one warp: lane owns one column of S[h] in shared memory (only its
-// own, so S needs no synchronization). q, k of a token are staged in one of two shared buffers for
-// all lanes: token t+1's while token t's is read (rule_update fuses t's second sweep with t+1's
-// first). Per token: stage t+1, synchronize, update t, synchronize (t's buffer is restaged with
-// t+2 next). Token data is loaded two tokens ahead. Every lane, in range or not, reaches every
-// __syncthreads (the loop bounds and `next` are the same for the whole block).
+// Block (v head, column tile), one warp: lane owns one column of S[h] in the block's shared S
+// tile (only its own column, so S needs no synchronization). kDk = kGdnUnrolledDk fixes dk at
+// compile time, so the sweeps unroll fully and the column's loads can all be in flight at once
+// (decode is a load, two sweeps and a store of S); kDk = 0 takes any dk. q, k of a token are
+// staged in one of two shared buffers for all lanes: token t+1's while token t's is read
+// (rule_update fuses t's second sweep with t+1's first). Per token: stage t+1, synchronize,
+// update t, synchronize (t's buffer is restaged with t+2 next). Token data is loaded two tokens
+// ahead. Every lane, in range or not, reaches every __syncthreads (the loop bounds and `next` are
+// the same for the whole block).
+template <int kDk>
 __global__ void __launch_bounds__(kRuleCols) gdn_rule_kernel(const RuleArgs a) {
-  extern __shared__ float smem[];
-  float* St = smem;  // [dk][kRuleCols], then q of buffers 0, 1 and k of buffers 0, 1, [dk] each
-  auto qs = [&](int b) { return St + a.dk * (kRuleCols + b); };
-  auto ks = [&](int b) { return St + a.dk * (kRuleCols + 2 + b); };
+  extern __shared__ float smem[];  // the S tile [dk][kRuleCols], then q0, q1, k0, k1 [dk] each
+  const int dk = rule_dk<kDk>(a);
+  float* qk = smem + dk * kRuleCols;
+  auto qs = [&](int b) { return qk + dk * b; };
+  auto ks = [&](int b) { return qk + dk * (2 + b); };
   const RuleLane l = rule_lane(a, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
                                static_cast<int>(threadIdx.x));
-  rule_load_column(a, l, St);
-  TokenIn cur = rule_load_token(a, l, 0);
-  TokenIn nxt = a.rows > 1 ? rule_load_token(a, l, 1) : cur;
-  rule_stage(a, l, cur, qs(0), ks(0));
+  float* col = smem + l.lane;
+  rule_load_column<kDk>(a, l, col);
+  TokenIn cur = rule_load_token<kDk>(a, l, 0);
+  TokenIn nxt = a.rows > 1 ? rule_load_token<kDk>(a, l, 1) : cur;
+  rule_stage<kDk>(a, l, cur, qs(0), ks(0));
   __syncthreads();
-  float kvm = rule_decay_project(a, l, exp_f32(cur.g), St, ks(0));
+  float kvm = rule_decay_project<kDk>(a, exp_f32(cur.g), col, ks(0));
   for (int64_t t = 0; t < a.rows; ++t) {
     const bool next = t + 1 < a.rows;
     const int b = static_cast<int>(t & 1), nb = b ^ 1;
-    const TokenIn fut = t + 2 < a.rows ? rule_load_token(a, l, t + 2) : nxt;
-    if (next) rule_stage(a, l, nxt, qs(nb), ks(nb));
+    if (next) rule_stage<kDk>(a, l, nxt, qs(nb), ks(nb));
+    const TokenIn fut = t + 2 < a.rows ? rule_load_token<kDk>(a, l, t + 2) : nxt;
     __syncthreads();
-    kvm = rule_update(a, l, cur, kvm, t, St, qs(b), ks(b), next, exp_f32(nxt.g), ks(nb));
+    kvm = rule_update<kDk>(a, l, cur, kvm, t, col, qs(b), ks(b), next, exp_f32(nxt.g), ks(nb));
     __syncthreads();
     cur = nxt;
     nxt = fut;
   }
-  rule_store_column(a, l, St);
+  rule_store_column<kDk>(a, l, col);
 }
 
 }  // namespace
@@ -142,7 +148,11 @@ void gdn_sequence(CudaContext& ctx, const GdnDims& d, const TensorView& conv_wei
   ra.rows = rows;
   ra.Hk = d.Hk, ra.Hv = d.Hv, ra.dk = d.dk, ra.dv = d.dv;
   ra.qscale = p.qscale;
-  gdn_rule_kernel<<<dim3(p.rule_heads, p.rule_tiles), kRuleCols, p.rule_smem, ctx.stream>>>(ra);
+  const dim3 grid(p.rule_heads, p.rule_tiles);
+  if (p.rule_unrolled)
+    gdn_rule_kernel<kGdnUnrolledDk><<<grid, kRuleCols, p.rule_smem, ctx.stream>>>(ra);
+  else
+    gdn_rule_kernel<0><<<grid, kRuleCols, p.rule_smem, ctx.stream>>>(ra);
   check_launch("gdn_sequence delta rule", qkv_out, core_out, std::string("dk ") + std::to_string(d.dk));
 }
 

@@ -120,6 +120,25 @@ struct RuleArgs {
 
 inline constexpr int kPerLane = kGdnMaxDk / kWarpSize;  // q, k elements a lane stages per token
 
+// The rule's functions come in two forms, by template argument kDk: dk at run time (kDk = 0), or
+// fixed at compile time (kDk = kGdnUnrolledDk, the model's), where the loops over dk unroll fully.
+// The lane's state column is col[i * kRuleCols], i < dk (col = the block's S tile + lane).
+// GDN_UNROLL(n): `#pragma unroll n` on the device (n an integral constant expression).
+#define GDN_PRAGMA(x) _Pragma(#x)
+#if defined(__CUDA_ARCH__)
+#define GDN_UNROLL(n) GDN_PRAGMA(unroll n)
+#else
+#define GDN_UNROLL(n)
+#endif
+
+template <int kDk>
+GDN_HD int rule_dk(const RuleArgs& a) {
+  return kDk > 0 ? kDk : a.dk;
+}
+// q, k elements a lane stages per token (the rest of TokenIn's arrays stay unused).
+template <int kDk>
+inline constexpr int kRulePerLane = kDk > 0 ? (kDk + kWarpSize - 1) / kWarpSize : kPerLane;
+
 // What one token needs, loaded two tokens ahead so its global-memory latency hides behind the
 // arithmetic of the tokens before it. Lane l holds q, k elements i = l + 32 r.
 struct TokenIn {
@@ -144,37 +163,37 @@ GDN_HD RuleLane rule_lane(const RuleArgs& a, int block_h, int block_tile, int la
   return l;
 }
 
-// St: the block's S tile [dk][kRuleCols]; the lane touches its own column only.
-GDN_HD void rule_load_column(const RuleArgs& a, const RuleLane& l, float* St) {
-  const float* Sh = a.S + static_cast<int64_t>(l.h) * a.dk * a.dv;
-#if defined(__CUDA_ARCH__)
-#pragma unroll 16
-#endif
-  for (int i = 0; i < a.dk; ++i) St[i * kRuleCols + l.lane] = l.col ? Sh[static_cast<int64_t>(i) * a.dv + l.j] : 0.0f;
+// The lane's column of S[h] into col (zeros past dv), and back.
+template <int kDk>
+GDN_HD void rule_load_column(const RuleArgs& a, const RuleLane& l, float* col) {
+  const int dk = rule_dk<kDk>(a);
+  const float* Sh = a.S + static_cast<int64_t>(l.h) * dk * a.dv;
+  GDN_UNROLL((kDk > 0 ? kDk : 16))
+  for (int i = 0; i < dk; ++i) col[i * kRuleCols] = l.col ? Sh[static_cast<int64_t>(i) * a.dv + l.j] : 0.0f;
 }
 
-GDN_HD void rule_store_column(const RuleArgs& a, const RuleLane& l, const float* St) {
+template <int kDk>
+GDN_HD void rule_store_column(const RuleArgs& a, const RuleLane& l, const float* col) {
   if (!l.col) return;
-  float* Sh = a.S + static_cast<int64_t>(l.h) * a.dk * a.dv;
-#if defined(__CUDA_ARCH__)
-#pragma unroll 16
-#endif
-  for (int i = 0; i < a.dk; ++i) Sh[static_cast<int64_t>(i) * a.dv + l.j] = St[i * kRuleCols + l.lane];
+  const int dk = rule_dk<kDk>(a);
+  float* Sh = a.S + static_cast<int64_t>(l.h) * dk * a.dv;
+  GDN_UNROLL((kDk > 0 ? kDk : 16))
+  for (int i = 0; i < dk; ++i) Sh[static_cast<int64_t>(i) * a.dv + l.j] = col[i * kRuleCols];
 }
 
+template <int kDk>
 GDN_HD TokenIn rule_load_token(const RuleArgs& a, const RuleLane& l, int64_t t) {
+  const int dk = rule_dk<kDk>(a);
   TokenIn in;
   const uint16_t* row = a.qkv + t * a.ldq;
-  const int64_t qoff = static_cast<int64_t>(l.kh) * a.dk, koff = static_cast<int64_t>(a.Hk) * a.dk + qoff;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-  for (int r = 0; r < kPerLane; ++r) {
+  const int64_t qoff = static_cast<int64_t>(l.kh) * dk, koff = static_cast<int64_t>(a.Hk) * dk + qoff;
+  GDN_UNROLL((kRulePerLane<kDk>))
+  for (int r = 0; r < kRulePerLane<kDk>; ++r) {
     const int i = l.lane + r * kWarpSize;
-    in.q[r] = i < a.dk ? row[qoff + i] : uint16_t{0};
-    in.k[r] = i < a.dk ? row[koff + i] : uint16_t{0};
+    in.q[r] = i < dk ? row[qoff + i] : uint16_t{0};
+    in.k[r] = i < dk ? row[koff + i] : uint16_t{0};
   }
-  in.v = l.col ? row[2 * static_cast<int64_t>(a.Hk) * a.dk + static_cast<int64_t>(l.h) * a.dv + l.j] : uint16_t{0};
+  in.v = l.col ? row[2 * static_cast<int64_t>(a.Hk) * dk + static_cast<int64_t>(l.h) * a.dv + l.j] : uint16_t{0};
   in.g = a.g[t * a.ldg + l.h];
   in.beta = a.beta[t * a.ldb + l.h];
   in.iq = a.inv[t * 2 * a.Hk + l.kh];
@@ -184,13 +203,13 @@ GDN_HD TokenIn rule_load_token(const RuleArgs& a, const RuleLane& l, int64_t t) 
 
 // The lane's share of the token's normalized q, k into the block's qs, ks [dk]:
 //   q_i = bf16(q_raw_i * inv_q) * qscale;  k_i = bf16(k_raw_i * inv_k)
+template <int kDk>
 GDN_HD void rule_stage(const RuleArgs& a, const RuleLane& l, const TokenIn& in, float* qs, float* ks) {
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-  for (int r = 0; r < kPerLane; ++r) {
+  const int dk = rule_dk<kDk>(a);
+  GDN_UNROLL((kRulePerLane<kDk>))
+  for (int r = 0; r < kRulePerLane<kDk>; ++r) {
     const int i = l.lane + r * kWarpSize;
-    if (i < a.dk) {
+    if (i < dk) {
       qs[i] = mul_rn(round_bf16(mul_rn(bf16_to_f32(in.q[r]), in.iq)), a.qscale);
       ks[i] = round_bf16(mul_rn(bf16_to_f32(in.k[r]), in.ik));
     }
@@ -208,11 +227,14 @@ GDN_HD void rule_stage(const RuleArgs& a, const RuleLane& l, const TokenIn& in, 
 // Lanes past dv run on zeros and store nothing.
 
 // The first sweep alone (the sequence's first token): returns kvm.
-GDN_HD float rule_decay_project(const RuleArgs& a, const RuleLane& l, float decay, float* St, const float* ks) {
+template <int kDk>
+GDN_HD float rule_decay_project(const RuleArgs& a, float decay, float* col, const float* ks) {
+  const int dk = rule_dk<kDk>(a);
   float kvm = 0.0f;
-  for (int i = 0; i < a.dk; ++i) {
-    const float s = mul_rn(St[i * kRuleCols + l.lane], decay);
-    St[i * kRuleCols + l.lane] = s;
+  GDN_UNROLL((kDk > 0 ? kDk : 4))
+  for (int i = 0; i < dk; ++i) {
+    const float s = mul_rn(col[i * kRuleCols], decay);
+    col[i * kRuleCols] = s;
     kvm = fma_f32(s, ks[i], kvm);
   }
   return kvm;
@@ -220,22 +242,26 @@ GDN_HD float rule_decay_project(const RuleArgs& a, const RuleLane& l, float deca
 
 // Token t's update and output from its kvm; with `next`, fused with token t+1's first sweep
 // (decay and k of t+1 in next_decay, ks_next), returning t+1's kvm.
-GDN_HD float rule_update(const RuleArgs& a, const RuleLane& l, const TokenIn& in, float kvm, int64_t t, float* St,
+template <int kDk>
+GDN_HD float rule_update(const RuleArgs& a, const RuleLane& l, const TokenIn& in, float kvm, int64_t t, float* col,
                          const float* qs, const float* ks, bool next, float next_decay, const float* ks_next) {
+  const int dk = rule_dk<kDk>(a);
   const float d = mul_rn(sub_rn(bf16_to_f32(in.v), kvm), in.beta);
   float o = 0.0f, next_kvm = 0.0f;
   if (next) {
-    for (int i = 0; i < a.dk; ++i) {
-      float s = fma_f32(ks[i], d, St[i * kRuleCols + l.lane]);
+    GDN_UNROLL((kDk > 0 ? kDk : 4))
+    for (int i = 0; i < dk; ++i) {
+      float s = fma_f32(ks[i], d, col[i * kRuleCols]);
       o = fma_f32(s, qs[i], o);
       s = mul_rn(s, next_decay);
       next_kvm = fma_f32(s, ks_next[i], next_kvm);
-      St[i * kRuleCols + l.lane] = s;
+      col[i * kRuleCols] = s;
     }
   } else {
-    for (int i = 0; i < a.dk; ++i) {
-      const float s = fma_f32(ks[i], d, St[i * kRuleCols + l.lane]);
-      St[i * kRuleCols + l.lane] = s;
+    GDN_UNROLL((kDk > 0 ? kDk : 4))
+    for (int i = 0; i < dk; ++i) {
+      const float s = fma_f32(ks[i], d, col[i * kRuleCols]);
+      col[i * kRuleCols] = s;
       o = fma_f32(s, qs[i], o);
     }
   }
@@ -244,3 +270,6 @@ GDN_HD float rule_update(const RuleArgs& a, const RuleLane& l, const TokenIn& in
 }
 
 }  // namespace fp4serve::kernels::cuda::gdn_device
+
+#undef GDN_UNROLL
+#undef GDN_PRAGMA

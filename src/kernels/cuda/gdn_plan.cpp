@@ -46,6 +46,7 @@ GdnLaunch gdn_plan(const GdnDims& d, int64_t rows) {
   p.norm_blocks = blocks_for(rows * 2 * d.Hk, "gdn_sequence l2norm");
   p.rule_heads = static_cast<unsigned>(d.Hv);
   p.rule_tiles = static_cast<unsigned>((d.dv + kRuleCols - 1) / kRuleCols);
+  p.rule_unrolled = d.dk == kGdnUnrolledDk;
   p.rule_smem = static_cast<std::size_t>(d.dk) * (kRuleCols + 4) * sizeof(float);
   p.inv_floats = rows * 2 * d.Hk;
   p.qscale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.dk)));

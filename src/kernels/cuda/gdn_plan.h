@@ -8,7 +8,8 @@
 //            raw inputs (after conv has read it); the other blocks: one thread per (row, q|k, k head)
 //            computes HF's bf16 l2norm factor of that head vector into scratch (`inv`);
 //   rule     one block of kRuleCols threads per (v head, tile of kRuleCols state columns), one
-//            thread per column of S, walking the rows in order (gdn_recurrent_kernel).
+//            thread per column of S, walking the rows in order (gdn_rule_kernel); an instance with
+//            dk fixed at the model's (kGdnUnrolledDk) unrolls its loops.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,7 @@ inline constexpr int kGdnThreads = 256;   // conv and prep blocks
 inline constexpr int kRuleCols = 32;      // state columns per delta-rule block (one warp)
 inline constexpr int kGdnMaxDk = 256;     // the rule keeps q, k of a token in kGdnMaxDk / 32 registers per lane
 inline constexpr int kGdnMaxConvKernel = 16;  // as the CPU op
+inline constexpr int kGdnUnrolledDk = 128;    // the model's dk: the rule's loops over dk unroll fully
 
 // Throws std::invalid_argument naming `op` unless the dimensions are ones the kernels take:
 // Hk > 0, Hv a positive multiple of Hk, 1 <= dk <= kGdnMaxDk, dv > 0, 1 <= conv_kernel <= 16.
@@ -38,7 +40,8 @@ struct GdnLaunch {
   unsigned norm_blocks = 0;    // rows * 2 * Hk threads
   unsigned rule_heads = 0;     // grid.x of the rule: Hv
   unsigned rule_tiles = 0;     // grid.y of the rule: ceil(dv / kRuleCols)
-  std::size_t rule_smem = 0;   // bytes: the S tile [dk][kRuleCols], q and k [dk] of two tokens, fp32
+  bool rule_unrolled = false;  // dk == kGdnUnrolledDk: the rule's instance with dk fixed
+  std::size_t rule_smem = 0;   // bytes, fp32: the S tile [dk][kRuleCols], q and k [dk] of two tokens
   int64_t inv_floats = 0;      // scratch: rows * 2 * Hk l2norm factors
   float qscale = 0.0f;         // float(1 / sqrt(dk)), as the CPU computes it
 };

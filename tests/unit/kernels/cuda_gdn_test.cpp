@@ -37,6 +37,49 @@ GdnDims dims(int Hk, int Hv, int dk, int dv, int Kc = 4) {
   return d;
 }
 
+// gdn_cuda.cu's gdn_rule_kernel<kDk> on the host, block by block, lane by lane in each phase.
+template <int kDk>
+void emulate_rule(const RuleArgs& a, const GdnLaunch& p) {
+  const int dk = a.dk;
+  for (int h = static_cast<int>(p.rule_heads) - 1; h >= 0; --h)
+    for (int tile = static_cast<int>(p.rule_tiles) - 1; tile >= 0; --tile) {
+      std::vector<float> smem(p.rule_smem / sizeof(float), std::nanf(""));
+      float* qk = smem.data() + dk * kRuleCols;
+      float* qs[2] = {qk, qk + dk};
+      float* ks[2] = {qk + 2 * dk, qk + 3 * dk};
+      RuleLane lanes[kRuleCols];
+      TokenIn cur[kRuleCols], nxt[kRuleCols];
+      float kvm[kRuleCols];
+      auto col = [&](int lane) { return smem.data() + lane; };
+      for (int lane = kRuleCols - 1; lane >= 0; --lane) {
+        lanes[lane] = rule_lane(a, h, tile, lane);
+        rule_load_column<kDk>(a, lanes[lane], col(lane));
+        cur[lane] = rule_load_token<kDk>(a, lanes[lane], 0);
+        nxt[lane] = a.rows > 1 ? rule_load_token<kDk>(a, lanes[lane], 1) : cur[lane];
+        rule_stage<kDk>(a, lanes[lane], cur[lane], qs[0], ks[0]);
+      }
+      // __syncthreads()
+      for (int lane = kRuleCols - 1; lane >= 0; --lane)
+        kvm[lane] = rule_decay_project<kDk>(a, gdn_math::exp_f32(cur[lane].g), col(lane), ks[0]);
+      for (int64_t t = 0; t < a.rows; ++t) {
+        const bool next = t + 1 < a.rows;
+        const int b = static_cast<int>(t & 1), nb = b ^ 1;
+        TokenIn fut[kRuleCols];
+        for (int lane = kRuleCols - 1; lane >= 0; --lane) {
+          if (next) rule_stage<kDk>(a, lanes[lane], nxt[lane], qs[nb], ks[nb]);
+          fut[lane] = t + 2 < a.rows ? rule_load_token<kDk>(a, lanes[lane], t + 2) : nxt[lane];
+        }
+        // __syncthreads()
+        for (int lane = kRuleCols - 1; lane >= 0; --lane)
+          kvm[lane] = rule_update<kDk>(a, lanes[lane], cur[lane], kvm[lane], t, col(lane), qs[b], ks[b], next,
+                                       gdn_math::exp_f32(nxt[lane].g), ks[nb]);
+        // __syncthreads()
+        for (int lane = 0; lane < kRuleCols; ++lane) cur[lane] = nxt[lane], nxt[lane] = fut[lane];
+      }
+      for (int lane = kRuleCols - 1; lane >= 0; --lane) rule_store_column<kDk>(a, lanes[lane], col(lane));
+    }
+}
+
 // gdn_cuda.cu's gdn_sequence on the host: rows [r0, r0 + rows) of x [*, ldx] and g, beta [*, Hv],
 // into qkv [*, ldq] and core [*, ldo]; conv and ssm states in place.
 void emulate_sequence(const GdnDims& d, const uint16_t* w, const uint16_t* x, int64_t ldx, int64_t r0, int64_t rows,
@@ -69,42 +112,11 @@ void emulate_sequence(const GdnDims& d, const uint16_t* w, const uint16_t* x, in
   a.Hk = d.Hk, a.Hv = d.Hv, a.dk = d.dk, a.dv = d.dv;
   a.qscale = p.qscale;
   ASSERT_EQ(p.rule_smem, static_cast<std::size_t>(d.dk) * (kRuleCols + 4) * sizeof(float));
-  for (int h = static_cast<int>(p.rule_heads) - 1; h >= 0; --h)
-    for (int tile = static_cast<int>(p.rule_tiles) - 1; tile >= 0; --tile) {
-      std::vector<float> smem(p.rule_smem / sizeof(float), std::nanf(""));
-      float* St = smem.data();
-      float* qs[2] = {St + d.dk * kRuleCols, St + d.dk * (kRuleCols + 1)};
-      float* ks[2] = {St + d.dk * (kRuleCols + 2), St + d.dk * (kRuleCols + 3)};
-      RuleLane lanes[kRuleCols];
-      TokenIn cur[kRuleCols], nxt[kRuleCols];
-      float kvm[kRuleCols];
-      for (int lane = kRuleCols - 1; lane >= 0; --lane) {
-        lanes[lane] = rule_lane(a, h, tile, lane);
-        rule_load_column(a, lanes[lane], St);
-        cur[lane] = rule_load_token(a, lanes[lane], 0);
-        nxt[lane] = rows > 1 ? rule_load_token(a, lanes[lane], 1) : cur[lane];
-        rule_stage(a, lanes[lane], cur[lane], qs[0], ks[0]);
-      }
-      // __syncthreads()
-      for (int lane = kRuleCols - 1; lane >= 0; --lane)
-        kvm[lane] = rule_decay_project(a, lanes[lane], gdn_math::exp_f32(cur[lane].g), St, ks[0]);
-      for (int64_t t = 0; t < rows; ++t) {
-        const bool next = t + 1 < rows;
-        const int b = static_cast<int>(t & 1), nb = b ^ 1;
-        TokenIn fut[kRuleCols];
-        for (int lane = kRuleCols - 1; lane >= 0; --lane) {
-          fut[lane] = t + 2 < rows ? rule_load_token(a, lanes[lane], t + 2) : nxt[lane];
-          if (next) rule_stage(a, lanes[lane], nxt[lane], qs[nb], ks[nb]);
-        }
-        // __syncthreads()
-        for (int lane = kRuleCols - 1; lane >= 0; --lane)
-          kvm[lane] = rule_update(a, lanes[lane], cur[lane], kvm[lane], t, St, qs[b], ks[b], next,
-                                  gdn_math::exp_f32(nxt[lane].g), ks[nb]);
-        // __syncthreads()
-        for (int lane = 0; lane < kRuleCols; ++lane) cur[lane] = nxt[lane], nxt[lane] = fut[lane];
-      }
-      for (int lane = kRuleCols - 1; lane >= 0; --lane) rule_store_column(a, lanes[lane], St);
-    }
+  ASSERT_EQ(p.rule_unrolled, d.dk == kGdnUnrolledDk);
+  if (p.rule_unrolled)
+    emulate_rule<kGdnUnrolledDk>(a, p);
+  else
+    emulate_rule<0>(a, p);
 }
 
 struct Case {
@@ -165,8 +177,9 @@ TEST(CudaGdn, KernelBodiesReproduceTheCpuOpBitForBit) {
       {dims(1, 1, 64, 16, 2), 3, {}},      // conv kernel 2
       {dims(1, 2, 16, 16, 1), 3, {1}},     // conv kernel 1: no history
       {dims(1, 2, 256, 8), 2, {1}},        // the largest dk the rule takes
-      {dims(16, 32, 128, 128), 3, {1}},    // the model's heads
+      {dims(16, 32, 128, 128), 3, {1}},    // the model's heads (the rule's unrolled instance)
       {dims(1, 2, 128, 128), 70, {33}},    // the model's head sizes over a longer prefill
+      {dims(2, 2, 128, 40), 4, {}, 8},     // the unrolled instance with a partial column tile, strided
   };
   uint32_t seed = 5;
   for (const Case& c : cases) {
@@ -208,6 +221,8 @@ TEST(CudaGdn, PlanCoversEveryThreadAndFitsSharedMemory) {
     EXPECT_EQ(p.inv_floats, rows * 32);
     EXPECT_LE(p.rule_smem, kMaxSmemDefault);  // no opt-in needed on either architecture
   }
+  EXPECT_TRUE(gdn_plan(d, 1).rule_unrolled);
+  EXPECT_FALSE(gdn_plan(dims(1, 2, 24, 40), 1).rule_unrolled);
   EXPECT_EQ(gdn_plan(dims(1, 2, 24, 40), 1).rule_tiles, 2u);
   EXPECT_EQ(gdn_plan(d, 1).qscale, static_cast<float>(1.0 / std::sqrt(128.0)));
 }
