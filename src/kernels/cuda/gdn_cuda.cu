@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/cuda_limits.h"
+#include "kernels/cuda/gdn_chunked.h"
 #include "kernels/cuda/gdn_device.cuh"
 #include "kernels/cuda/gdn_plan.h"
 
@@ -126,7 +127,7 @@ void gdn_sequence(CudaContext& ctx, const GdnDims& d, const TensorView& conv_wei
   // The conv reads raw inputs of earlier rows while writing the output rows: they must not share memory.
   if (x.data == qkv_out.data) throw std::invalid_argument("gdn_sequence: x and qkv_out must be different buffers");
 
-  const GdnLaunch p = gdn_plan(d, rows);
+  const GdnLaunch p = gdn_plan(d, rows, gdn_chunked_opt_in());
   float* inv = ctx.scratch.take_n<float>(static_cast<std::size_t>(p.inv_floats), "gdn l2norm factors");
   const uint16_t* xs = x.as<const uint16_t>() + r0 * ldx;
   uint16_t* qkv = qkv_out.as<uint16_t>() + r0 * ldq;
@@ -148,6 +149,10 @@ void gdn_sequence(CudaContext& ctx, const GdnDims& d, const TensorView& conv_wei
   ra.rows = rows;
   ra.Hk = d.Hk, ra.Hv = d.Hv, ra.dk = d.dk, ra.dv = d.dv;
   ra.qscale = p.qscale;
+  if (p.chunked && p.chunk_smem <= ctx.info.smem_per_block_optin) {
+    launch_gdn_chunked(ctx, ra, p.rule_heads, p.rule_tiles, p.chunk_smem);
+    return;
+  }
   const dim3 grid(p.rule_heads, p.rule_tiles);
   if (p.rule_unrolled)
     gdn_rule_kernel<kGdnUnrolledDk><<<grid, kRuleCols, p.rule_smem, ctx.stream>>>(ra);

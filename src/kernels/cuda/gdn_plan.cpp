@@ -1,11 +1,14 @@
 #include "kernels/cuda/gdn_plan.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/cuda/cuda_limits.h"
+#include "kernels/cuda/gdn_chunked.cuh"
 
 namespace fp4serve::kernels::cuda {
 namespace {
@@ -38,7 +41,7 @@ int64_t gdn_row_stride(const TensorView& v, const char* what) {
   return v.stride[0];
 }
 
-GdnLaunch gdn_plan(const GdnDims& d, int64_t rows) {
+GdnLaunch gdn_plan(const GdnDims& d, int64_t rows, bool chunked_opt_in) {
   GdnLaunch p;
   p.rows = rows;
   p.conv_blocks = blocks_for(rows * d.conv_dim(), "gdn_sequence conv");
@@ -48,9 +51,19 @@ GdnLaunch gdn_plan(const GdnDims& d, int64_t rows) {
   p.rule_tiles = static_cast<unsigned>((d.dv + kRuleCols - 1) / kRuleCols);
   p.rule_unrolled = d.dk == kGdnUnrolledDk;
   p.rule_smem = static_cast<std::size_t>(d.dk) * (kRuleCols + 4) * sizeof(float);
+  p.chunked = chunked_opt_in && rows >= kGdnChunk && d.dk <= kGdnChunkMaxDk;
+  p.chunk_smem = gdn_chunked::chunk_layout(d.dk).bytes;
   p.inv_floats = rows * 2 * d.Hk;
   p.qscale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.dk)));
   return p;
+}
+
+bool gdn_chunked_opt_in() {
+  static const bool on = [] {
+    const char* v = std::getenv("FP4SERVE_GDN_CHUNKED");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
 }
 
 // The largest rule block (dk = kGdnMaxDk) runs without the shared-memory opt-in on either architecture.
