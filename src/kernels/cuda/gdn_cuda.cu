@@ -1,7 +1,8 @@
 // Gated DeltaNet on CUDA: the gating, and per sequence the causal conv1d, the conv-state shift, the
 // l2norm factors and the recurrent delta rule (gdn_plan.h lays out the launches). Every kernel
-// repeats the CPU op's operation sequence (cpu/gdn_cpu.cpp, kernels_scalar.cpp's gdn_step), so the
-// results are the CPU's bits, and a sequence's rows give the same bits however they are split.
+// here repeats the CPU op's operation sequence (cpu/gdn_cpu.cpp, kernels_scalar.cpp's gdn_step), so
+// the results are the CPU's bits, and a sequence's rows give the same bits however they are split
+// (the opt-in chunked rule, gdn_chunked.cu, excepted).
 #include "kernels/cuda/gdn_cuda.h"
 
 #include <stdexcept>
