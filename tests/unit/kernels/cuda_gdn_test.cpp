@@ -1,10 +1,12 @@
 // The CUDA Gated DeltaNet on the CPU, without a GPU: the launch plan and argument checks
-// (gdn_plan.h), and the kernels' per-thread bodies (gdn_device.cuh, compiled here by g++) run
-// thread by thread in the kernels' phase order -- conv threads, then the state shift and l2norm
-// threads, then per block the lanes' column load, and per token every lane's staging before any
-// lane's column step -- against the CPU op, bit for bit. Threads of one phase run in reverse order,
-// so a body that depended on another thread of its phase having run first would show here.
-// The device's own math (exp/log1p in double, the _rn intrinsics) is the GPU run's to check.
+// (gdn_plan.h), and the kernels' per-thread bodies (gdn_device.cuh, gdn_chunked.cuh, compiled here
+// by g++) run thread by thread in the kernels' phase order -- conv threads, then the state shift
+// and l2norm threads, then per rule block the lanes' column load and, per token, every lane's
+// staging before any lane's column update (the chunked rule: each phase of each chunk) -- against
+// the CPU op: bit for bit, or within an NMSE for the opt-in chunked rule. Threads of one phase run
+// in reverse order, so a body that depended on another thread of its phase having run first would
+// show here. The device's own math (exp/log1p in double, expf, the _rn intrinsics) and the
+// __syncthreads placement are the GPU run's to check.
 #if defined(FP4SERVE_HAVE_CUDA)
 
 #include <gtest/gtest.h>
