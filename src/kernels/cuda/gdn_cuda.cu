@@ -29,17 +29,23 @@ __global__ void gdn_conv_kernel(const ConvArgs p) {
   if (n < p.rows * p.C) conv_element(p, n);
 }
 
-// Blocks [0, state_blocks): the conv-state shift, a thread per channel; the others: the l2norm
-// factors, a thread per (row, q|k, k head). After gdn_conv_kernel on the stream: the shift must
-// follow every read of the old state, and the factors read the conv output.
-__global__ void gdn_prep_kernel(const ConvArgs p, unsigned state_blocks) {
+// Blocks [0, state_blocks): the conv-state shift, a thread per channel; the next norm_blocks: the
+// l2norm factors, a thread per (row, q|k, k head); the rest: the decays, a thread per (row, v head).
+// After gdn_conv_kernel on the stream: the shift must follow every read of the old state, and the
+// factors read the conv output.
+__global__ void gdn_prep_kernel(const ConvArgs p, unsigned state_blocks, unsigned norm_blocks) {
   if (blockIdx.x < state_blocks) {
     const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
     if (c < p.C) state_shift(p, c);
     return;
   }
-  const int64_t n = (blockIdx.x - state_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (n < p.rows * 2 * p.Hk) l2norm_factor(p, n);
+  if (blockIdx.x < state_blocks + norm_blocks) {
+    const int64_t n = (blockIdx.x - state_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+    if (n < p.rows * 2 * p.Hk) l2norm_factor(p, n);
+    return;
+  }
+  const int64_t n = (blockIdx.x - state_blocks - norm_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (n < p.rows * p.Hv) decay_factor(p, n);
 }
 
 // Block (v head, column tile), one warp: lane owns one column of S[h] in the block's shared S
@@ -66,14 +72,14 @@ __global__ void __launch_bounds__(kRuleCols) gdn_rule_kernel(const RuleArgs a) {
   TokenIn nxt = a.rows > 1 ? rule_load_token<kDk>(a, l, 1) : cur;
   rule_stage<kDk>(a, l, cur, qs(0), ks(0));
   __syncthreads();
-  float kvm = rule_decay_project<kDk>(a, exp_f32(cur.g), col, ks(0));
+  float kvm = rule_decay_project<kDk>(a, cur.decay, col, ks(0));
   for (int64_t t = 0; t < a.rows; ++t) {
     const bool next = t + 1 < a.rows;
     const int b = static_cast<int>(t & 1), nb = b ^ 1;
     if (next) rule_stage<kDk>(a, l, nxt, qs(nb), ks(nb));
     const TokenIn fut = t + 2 < a.rows ? rule_load_token<kDk>(a, l, t + 2) : nxt;
     __syncthreads();
-    kvm = rule_update<kDk>(a, l, cur, kvm, t, col, qs(b), ks(b), next, exp_f32(nxt.g), ks(nb));
+    kvm = rule_update<kDk>(a, l, cur, kvm, t, col, qs(b), ks(b), next, nxt.decay, ks(nb));
     __syncthreads();
     cur = nxt;
     nxt = fut;
@@ -130,19 +136,23 @@ void gdn_sequence(CudaContext& ctx, const GdnDims& d, const TensorView& conv_wei
 
   const GdnLaunch p = gdn_plan(d, rows, gdn_chunked_opt_in());
   float* inv = ctx.scratch.take_n<float>(static_cast<std::size_t>(p.inv_floats), "gdn l2norm factors");
+  float* decay = ctx.scratch.take_n<float>(static_cast<std::size_t>(p.decay_floats), "gdn decays");
   const uint16_t* xs = x.as<const uint16_t>() + r0 * ldx;
   uint16_t* qkv = qkv_out.as<uint16_t>() + r0 * ldq;
+  const float* gs = g.as<const float>() + r0 * ldg;
   const ConvArgs cp{xs, ldx, rows, C, conv_weight.as<const uint16_t>(), d.conv_kernel, seq.state.conv, qkv, ldq,
-                    d.Hk, d.dk, inv};
+                    d.Hk, d.dk, inv, gs, ldg, d.Hv, decay};
 
   gdn_conv_kernel<<<p.conv_blocks, kGdnThreads, 0, ctx.stream>>>(cp);
   check_launch("gdn_sequence conv", x, qkv_out);
-  gdn_prep_kernel<<<p.state_blocks + p.norm_blocks, kGdnThreads, 0, ctx.stream>>>(cp, p.state_blocks);
-  check_launch("gdn_sequence conv state and l2norm", x, qkv_out);
+  gdn_prep_kernel<<<p.state_blocks + p.norm_blocks + p.decay_blocks, kGdnThreads, 0, ctx.stream>>>(
+      cp, p.state_blocks, p.norm_blocks);
+  check_launch("gdn_sequence conv state, l2norm and decay", x, qkv_out, g);
 
   RuleArgs ra{};
   ra.qkv = qkv, ra.ldq = ldq;
-  ra.g = g.as<const float>() + r0 * ldg, ra.ldg = ldg;
+  ra.g = gs, ra.ldg = ldg;
+  ra.decay = decay;
   ra.beta = beta.as<const float>() + r0 * ldb, ra.ldb = ldb;
   ra.inv = inv;
   ra.S = seq.state.ssm;

@@ -56,6 +56,10 @@ struct ConvArgs {
   int64_t ldo;
   int Hk, dk;
   float* inv;         // [rows][2][Hk] l2norm factors of q and k
+  const float* g;     // the sequence's rows of g [rows, Hv]
+  int64_t ldg;
+  int Hv;
+  float* decay;       // [rows][Hv] exp(g)
 };
 
 // out[t, c] = bf16(silu(bf16(pre))), pre = fma chain over the taps j = 0 .. Kc-1 in order, from +0,
@@ -100,13 +104,21 @@ GDN_HD void l2norm_factor(const ConvArgs& p, int64_t n) {
   p.inv[n] = round_bf16(div_rn(1.0f, sqrt_f32(denom)));
 }
 
+// Thread n = t * Hv + h: the decay exp(g) of that row and head (gdn_cpu.cpp gdn_recurrent), here
+// rather than in the rule's sequential loop, where a double exp would sit on the critical path of
+// every token (FP64 runs at 1/64 rate on consumer GPUs).
+GDN_HD void decay_factor(const ConvArgs& p, int64_t n) {
+  p.decay[n] = exp_f32(p.g[(n / p.Hv) * p.ldg + n % p.Hv]);
+}
+
 // ---- the delta rule: a block of kRuleCols lanes per (v head h, column tile) ------------------------
 
 struct RuleArgs {
   const uint16_t* qkv;  // the sequence's conv output rows [rows, C]: q | k | v
   int64_t ldq;
-  const float* g;       // the sequence's rows of g [rows, Hv]
+  const float* g;       // the sequence's rows of g [rows, Hv] (the chunked rule)
   int64_t ldg;
+  const float* decay;   // [rows][Hv] exp(g) (the recurrent rule)
   const float* beta;    // [rows, Hv]
   int64_t ldb;
   const float* inv;     // [rows][2][Hk] l2norm factors of q and k
@@ -144,7 +156,7 @@ inline constexpr int kRulePerLane = kDk > 0 ? (kDk + kWarpSize - 1) / kWarpSize 
 struct TokenIn {
   uint16_t q[kPerLane], k[kPerLane];
   uint16_t v;
-  float g, beta, iq, ik;
+  float decay, beta, iq, ik;
 };
 
 // The block's place: v head h (its k head kh), lane's state column j (col: j < dv).
@@ -194,7 +206,7 @@ GDN_HD TokenIn rule_load_token(const RuleArgs& a, const RuleLane& l, int64_t t) 
     in.k[r] = i < dk ? row[koff + i] : uint16_t{0};
   }
   in.v = l.col ? row[2 * static_cast<int64_t>(a.Hk) * dk + static_cast<int64_t>(l.h) * a.dv + l.j] : uint16_t{0};
-  in.g = a.g[t * a.ldg + l.h];
+  in.decay = a.decay[t * a.Hv + l.h];
   in.beta = a.beta[t * a.ldb + l.h];
   in.iq = a.inv[t * 2 * a.Hk + l.kh];
   in.ik = a.inv[t * 2 * a.Hk + a.Hk + l.kh];
@@ -218,7 +230,7 @@ GDN_HD void rule_stage(const RuleArgs& a, const RuleLane& l, const TokenIn& in, 
 
 // The delta rule per token (kernels_scalar.cpp gdn_step, which every CPU tier reproduces), for the
 // lane's column j:
-//   S_ij = S_ij * decay;  kvm = fma(S_ij, k_i, kvm)   (i in order, kvm from +0; decay = exp(g))
+//   S_ij = S_ij * decay;  kvm = fma(S_ij, k_i, kvm)   (i in order, kvm from +0; decay = exp(g), prep's)
 //   d = (v_j - kvm) * beta
 //   S_ij = fma(k_i, d, S_ij);  o = fma(S_ij, q_i, o)   (i in order, o from +0);  out_j = bf16(o)
 // As the avx512 tier's gdn_tokens, the second sweep of token t also does the first sweep of token

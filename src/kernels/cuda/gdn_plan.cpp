@@ -47,6 +47,7 @@ GdnLaunch gdn_plan(const GdnDims& d, int64_t rows, bool chunked_opt_in) {
   p.conv_blocks = blocks_for(rows * d.conv_dim(), "gdn_sequence conv");
   p.state_blocks = blocks_for(d.conv_dim(), "gdn_sequence conv state");
   p.norm_blocks = blocks_for(rows * 2 * d.Hk, "gdn_sequence l2norm");
+  p.decay_blocks = blocks_for(rows * d.Hv, "gdn_sequence decay");
   p.rule_heads = static_cast<unsigned>(d.Hv);
   p.rule_tiles = static_cast<unsigned>((d.dv + kRuleCols - 1) / kRuleCols);
   p.rule_unrolled = d.dk == kGdnUnrolledDk;
@@ -54,6 +55,7 @@ GdnLaunch gdn_plan(const GdnDims& d, int64_t rows, bool chunked_opt_in) {
   p.chunked = chunked_opt_in && rows >= kGdnChunk && d.dk <= kGdnChunkMaxDk;
   p.chunk_smem = gdn_chunked::chunk_layout(d.dk).bytes;
   p.inv_floats = rows * 2 * d.Hk;
+  p.decay_floats = rows * d.Hv;
   p.qscale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d.dk)));
   return p;
 }

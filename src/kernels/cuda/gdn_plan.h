@@ -5,8 +5,9 @@
 //   conv     one thread per (row, channel): the causal conv1d over the conv state and earlier rows,
 //            then SiLU, into qkv_out (reads the state, does not write it);
 //   prep     blocks [0, state_blocks): one thread per channel shifts the conv state to the last Kc-1
-//            raw inputs (after conv has read it); the other blocks: one thread per (row, q|k, k head)
-//            computes HF's bf16 l2norm factor of that head vector into scratch (`inv`);
+//            raw inputs (after conv has read it); the next norm_blocks: one thread per (row, q|k,
+//            k head) computes HF's bf16 l2norm factor of that head vector into scratch (`inv`); the
+//            last decay_blocks: one thread per (row, v head) computes exp(g) into scratch;
 //   rule     one block of kRuleCols threads per (v head, tile of kRuleCols state columns), one
 //            thread per column of S, walking the rows in order (gdn_rule_kernel); an instance with
 //            dk fixed at the model's (kGdnUnrolledDk) unrolls its loops; or, opted in, the chunked
@@ -42,6 +43,7 @@ struct GdnLaunch {
   unsigned conv_blocks = 0;    // rows * conv_dim threads, kGdnThreads a block
   unsigned state_blocks = 0;   // conv_dim threads
   unsigned norm_blocks = 0;    // rows * 2 * Hk threads
+  unsigned decay_blocks = 0;   // rows * Hv threads
   unsigned rule_heads = 0;     // grid.x of the rule: Hv
   unsigned rule_tiles = 0;     // grid.y of the rule: ceil(dv / kRuleCols)
   bool rule_unrolled = false;  // dk == kGdnUnrolledDk: the rule's instance with dk fixed
@@ -49,6 +51,7 @@ struct GdnLaunch {
   bool chunked = false;        // the chunked rule instead of the recurrent one (opt-in, see below)
   std::size_t chunk_smem = 0;  // bytes of a chunked block (gdn_chunked.cuh's layout)
   int64_t inv_floats = 0;      // scratch: rows * 2 * Hk l2norm factors
+  int64_t decay_floats = 0;    // scratch: rows * Hv decays exp(g)
   float qscale = 0.0f;         // float(1 / sqrt(dk)), as the CPU computes it
 };
 

@@ -64,7 +64,7 @@ void emulate_rule(const RuleArgs& a, const GdnLaunch& p) {
       }
       // __syncthreads()
       for (int lane = kRuleCols - 1; lane >= 0; --lane)
-        kvm[lane] = rule_decay_project<kDk>(a, gdn_math::exp_f32(cur[lane].g), col(lane), ks[0]);
+        kvm[lane] = rule_decay_project<kDk>(a, cur[lane].decay, col(lane), ks[0]);
       for (int64_t t = 0; t < a.rows; ++t) {
         const bool next = t + 1 < a.rows;
         const int b = static_cast<int>(t & 1), nb = b ^ 1;
@@ -76,7 +76,7 @@ void emulate_rule(const RuleArgs& a, const GdnLaunch& p) {
         // __syncthreads()
         for (int lane = kRuleCols - 1; lane >= 0; --lane)
           kvm[lane] = rule_update<kDk>(a, lanes[lane], cur[lane], kvm[lane], t, col(lane), qs[b], ks[b], next,
-                                       gdn_math::exp_f32(nxt[lane].g), ks[nb]);
+                                       nxt[lane].decay, ks[nb]);
         // __syncthreads()
         for (int lane = 0; lane < kRuleCols; ++lane) cur[lane] = nxt[lane], nxt[lane] = fut[lane];
       }
@@ -122,22 +122,29 @@ void emulate_sequence(const GdnDims& d, const uint16_t* w, const uint16_t* x, in
   const GdnLaunch p = gdn_plan(d, rows, chunked_opt_in);
   const int64_t C = d.conv_dim();
   std::vector<float> inv(static_cast<std::size_t>(p.inv_floats), std::nanf(""));
-  const ConvArgs cp{x + r0 * ldx, ldx, rows, C, w, d.conv_kernel, conv, qkv + r0 * ldq, ldq, d.Hk, d.dk, inv.data()};
+  std::vector<float> decay(static_cast<std::size_t>(p.decay_floats), std::nanf(""));
+  const ConvArgs cp{x + r0 * ldx, ldx, rows, C, w, d.conv_kernel, conv, qkv + r0 * ldq, ldq, d.Hk, d.dk, inv.data(),
+                    g + r0 * d.Hv, d.Hv, d.Hv, decay.data()};
   for (int64_t n = static_cast<int64_t>(p.conv_blocks) * kGdnThreads - 1; n >= 0; --n)
     if (n < rows * C) conv_element(cp, n);
-  for (int64_t blk = p.state_blocks + p.norm_blocks - 1; blk >= 0; --blk)
+  const int64_t state_blocks = p.state_blocks, norm_blocks = p.norm_blocks;
+  for (int64_t blk = state_blocks + norm_blocks + p.decay_blocks - 1; blk >= 0; --blk)
     for (int64_t th = kGdnThreads - 1; th >= 0; --th) {
-      if (blk < p.state_blocks) {
+      if (blk < state_blocks) {
         const int64_t c = blk * kGdnThreads + th;
         if (c < C) state_shift(cp, c);
-      } else {
-        const int64_t n = (blk - p.state_blocks) * kGdnThreads + th;
+      } else if (blk < state_blocks + norm_blocks) {
+        const int64_t n = (blk - state_blocks) * kGdnThreads + th;
         if (n < rows * 2 * d.Hk) l2norm_factor(cp, n);
+      } else {
+        const int64_t n = (blk - state_blocks - norm_blocks) * kGdnThreads + th;
+        if (n < rows * d.Hv) decay_factor(cp, n);
       }
     }
   RuleArgs a{};
   a.qkv = qkv + r0 * ldq, a.ldq = ldq;
   a.g = g + r0 * d.Hv, a.ldg = d.Hv;
+  a.decay = decay.data();
   a.beta = beta + r0 * d.Hv, a.ldb = d.Hv;
   a.inv = inv.data();
   a.S = ssm;
@@ -300,6 +307,8 @@ TEST(CudaGdn, PlanCoversEveryThreadAndFitsSharedMemory) {
     EXPECT_LT(static_cast<int64_t>(p.conv_blocks - 1) * kGdnThreads, rows * d.conv_dim());
     EXPECT_GE(static_cast<int64_t>(p.state_blocks) * kGdnThreads, d.conv_dim());
     EXPECT_GE(static_cast<int64_t>(p.norm_blocks) * kGdnThreads, rows * 2 * d.Hk);
+    EXPECT_GE(static_cast<int64_t>(p.decay_blocks) * kGdnThreads, rows * d.Hv);
+    EXPECT_EQ(p.decay_floats, rows * 32);
     EXPECT_EQ(p.rule_heads, 32u);
     EXPECT_EQ(p.rule_tiles, 4u);
     EXPECT_EQ(p.inv_floats, rows * 32);
