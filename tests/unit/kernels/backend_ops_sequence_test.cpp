@@ -297,6 +297,10 @@ TEST(BackendOps, GdnSequence) {
       {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {}},   {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {1, 2}},
       {gdn_dims(1, 2, 24, 40), {5}, {}},         {gdn_dims(1, 2, 24, 40), {5}, {4}},
       {gdn_dims(16, 32, 128, 128), {1, 3}, {2}},  // the model's heads (its 2 MB state: one case)
+      {gdn_dims(16, 32, 128, 128), {1, 5}, {}},   // a decode and a short prefill in one step
+      // Long prefills at the model's head sizes and k:v grouping, with fewer heads to stay fast on
+      // the CPU columns (the GPU runs every head in parallel: the rows are what differ).
+      {gdn_dims(1, 2, 128, 128), {64, 200}, {}}, {gdn_dims(1, 2, 128, 128), {200}, {37, 64}},
   };
   for (const Shape& s : shapes) {
     std::string rows, split;
