@@ -59,8 +59,8 @@ CachePlan plan_cache(const CachePlanInput& in) {
   }
   p.max_concurrency = std::min(static_cast<double>(p.kv_tokens) / in.max_model_len,
                                static_cast<double>(p.max_num_seqs));
-  p.log_lines.push_back(fmt::format("CPU KV cache size: {} tokens ({} blocks of {}, {}, {})",
-                                    p.kv_tokens, p.num_kv_blocks, in.block_size, in.kv_dtype_name,
+  p.log_lines.push_back(fmt::format("{} KV cache size: {} tokens ({} blocks of {}, {}, {})",
+                                    in.device_label, p.kv_tokens, p.num_kv_blocks, in.block_size, in.kv_dtype_name,
                                     format_bytes(p.kv_bytes)));
   p.log_lines.push_back(fmt::format("Maximum concurrency for {} tokens per request: {:.2f}x", in.max_model_len,
                                     p.max_concurrency));

@@ -27,6 +27,7 @@ struct CachePlanInput {
   bool prefix_caching = true;
   double snapshot_fraction = 0.25;
   std::string kv_dtype_name = "bf16";
+  std::string device_label = "CPU";  // "GPU" on a device backend: vLLM's "GPU KV cache size" line
   int num_kv_blocks_override = 0;  // vLLM --num-gpu-blocks-override: use this many blocks (tests)
 };
 

@@ -872,6 +872,7 @@ Engine::Engine(std::shared_ptr<const model::Qwen35MoeModel> model, std::shared_p
   in.snapshot_fraction = config.snapshot_fraction;
   in.num_kv_blocks_override = config.num_kv_blocks_override;
   in.kv_dtype_name = kv_dtype_name(config.kv_dtype);
+  in.device_label = model->backend().device() == kernels::Device::kCpu ? "CPU" : "GPU";
   const CachePlan plan = plan_cache(in);
   if (config.max_num_batched_tokens < 1) throw EngineConfigError("--max-num-batched-tokens must be at least 1");
   info_.max_model_len = config.max_model_len;

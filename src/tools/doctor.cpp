@@ -19,6 +19,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/weights.h"
 #include "tools/commands.h"
+#include "tools/device_choice.h"
 #include "tools/model_source.h"
 #include "tools/doctor_host.h"
 #include "tools/preflight_checks.h"
@@ -94,7 +95,21 @@ void print_cuda(const HostInfo& h) {
                                               h.cudnn_version % 100).c_str()
                                 : "not found");
   }
-  std::printf("serve runs on: %s\n", h.gpu_backend ? "GPU" : "CPU (the CUDA engine has not landed yet)");
+  // fp4serve's own view (the CUDA runtime it links): each device, or why none is usable.
+  std::printf("%s", describe_cuda_devices().c_str());
+}
+
+// --device as serve resolves it: the line serve logs, or serve's refusal.
+RuleResult device_rule(const std::string& flag, HostInfo& h) {
+  try {
+    const DeviceChoice c = choose_device(flag, probe_cuda());
+    h.gpu_backend = c.kind == DeviceKind::kCuda;
+    std::printf("serve runs on: %s\n", c.log_line.c_str());
+    return RuleResult{"device", Verdict::kOk, c.log_line};
+  } catch (const std::exception& e) {
+    std::printf("serve runs on: nothing: %s\n", e.what());
+    return RuleResult{"device", Verdict::kRefused, e.what()};
+  }
 }
 
 // Module groups of the report, by HF path.
@@ -223,11 +238,13 @@ void run_doctor(DoctorArgs a) {
     throw std::runtime_error("give the model once: as MODEL or as --model, not two different ones");
   ServeSettings& s = a.settings;
   if (s.engine.threads > 0) kernels::cpu::set_num_threads(s.engine.threads);
-  const HostInfo host = probe_host();
+  HostInfo host = probe_host();
   std::printf("fp4serve doctor: preflight report\n");
   print_cpu();
   print_memory(host);
   print_cuda(host);
+  const RuleResult device = device_rule(s.engine.device, host);
+  s.gpu_memory_utilization = s.engine.gpu_memory_utilization;
   const std::string model = a.model_flag.empty() ? a.model_positional : a.model_flag;
   std::string checkpoint_problem;
   if (!model.empty()) {
@@ -248,6 +265,7 @@ void run_doctor(DoctorArgs a) {
     std::printf("== Model ==\nno MODEL given: serve would use its built-in demo model\n");
   }
   auto results = evaluate_preflight(s, host);
+  results.insert(results.begin(), device);
   // serve refuses these before loading anything: a certificate that does not load, a CORS list
   // that is not JSON.
   try {
@@ -286,7 +304,6 @@ void register_doctor(CLI::App& app) {
   cmd->add_option("--model", a->model_flag, "the same as MODEL");
   // The serve flags that rules read.
   cmd->add_option("--tensor-parallel-size", s.tensor_parallel_size, "as serve");
-  cmd->add_option("--gpu-memory-utilization", s.gpu_memory_utilization, "as serve");
   cmd->add_option("--reasoning-parser", s.reasoning_parser, "as serve");
   cmd->add_flag("--enable-auto-tool-choice", s.enable_auto_tool_choice, "as serve");
   cmd->add_option("--tool-call-parser", s.tool_call_parser, "as serve");

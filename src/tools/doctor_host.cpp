@@ -136,7 +136,7 @@ HostInfo probe_host() {
   h.gpus = d.gpus;
   h.cuda_driver_version = d.driver_version;
   h.cudnn_version = h.gpus.empty() ? 0 : probe_cudnn();
-  h.gpu_backend = false;  // the CUDA engine has not landed: serve runs on the CPU
+  h.gpu_backend = false;  // serve and doctor set it from --device (device_choice.h)
   return h;
 }
 

@@ -14,6 +14,8 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tokenizer/tokenizer_files.h"
+#include "tools/device_choice.h"
+#include "tools/gpu_memory_setup.h"
 #include "tools/weight_cache_setup.h"
 
 #include <nlohmann/json.hpp>
@@ -80,8 +82,13 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
       ->check(CLI::PositiveNumber);
   cmd.add_option("--max-num-batched-tokens", f.max_num_batched_tokens, "token budget of one engine step")
       ->check(CLI::PositiveNumber);
-  cmd.add_option("--kv-cache-memory", f.kv_cache_memory,
-                 "bytes for KV cache + GDN state slots + snapshots, e.g. 4GiB (default: 25% of free RAM, 256MiB..8GiB)");
+  cmd.add_option("--kv-cache-memory,--kv-cache-memory-bytes", f.kv_cache_memory,
+                 "bytes for KV cache + GDN state slots + snapshots, e.g. 4GiB (default: on the CPU 25% of free RAM, "
+                 "256MiB..8GiB; on a GPU what --gpu-memory-utilization leaves after weights and activations)");
+  add_device_flag(cmd, f.device);
+  cmd.add_option("--gpu-memory-utilization", f.gpu_memory_utilization,
+                 "fraction of the GPU's total memory for weights + activations + KV cache + GDN state (default 0.9; "
+                 "GPU only: refused on the CPU)");
   cmd.add_option("--kv-cache-dtype", f.kv_cache_dtype, "auto|bfloat16|fp8|fp8_e4m3 (auto: the checkpoint's)");
   cmd.add_option("--block-size", f.block_size, "tokens per KV block")->check(CLI::PositiveNumber);
   cmd.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", f.enable_prefix_caching,
@@ -132,27 +139,44 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   StartupPhases& ph = phases ? *phases : own;
   if (f.threads > 0) kernels::cpu::set_num_threads(f.threads);
   const std::string dir = resolve_model_dir(model_path, f.source);
+  // The device first: --device cuda without a usable GPU fails here, before any weight is read.
+  DeviceChoice device = choose_device(f.device, probe_cuda());
   ph.mark(dir == model_path ? "locate" : "locate/download");
   // Headers, configs and the plan check; the weights' pages are read below only when they will be
   // packed (a weight-cache hit never reads the packed linears from the checkpoint).
   auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(dir, LoadOptions{"main", false, true}));
   s.checkpoint = ck;
-  // The CPU backend on this machine's best tier (FP4SERVE_CPU_ISA caps it); the model co-owns it.
-  auto backend = std::make_shared<kernels::cpu::CpuBackend>(kernels::cpu::active_isa());
+  // The chosen backend (the CPU at this machine's best tier, FP4SERVE_CPU_ISA caps it; or the CUDA
+  // device); the model co-owns it. A front-end that loads no weights creates none (no CUDA context
+  // in the server process: the engine process makes its own).
+  std::shared_ptr<kernels::Backend> backend;
+  if (weights) backend = make_backend(device, f.device == "auto");
+  s.decisions.push_back(device.log_line);
+  const bool on_gpu = weights && device.kind == DeviceKind::kCuda;
+  if (on_gpu) {
+    // A checkpoint bigger than the memory the utilization allows is refused before its load.
+    const DeviceMemory dm = device_memory(*backend);
+    check_weights_fit(dm.name, dm.total_bytes, parse_gpu_memory_utilization(f.gpu_memory_utilization),
+                      ck->file_bytes(), !f.kv_cache_memory.empty());
+    if (f.weight_cache) s.decisions.push_back("Weight cache: not used on the GPU (the packed-panel cache is the CPU's)");
+  }
   const SpeculativeSettings spec =
       f.speculative_config.empty() ? SpeculativeSettings{} : parse_speculative_config(f.speculative_config);
   if (spec.enabled && !ck->has_mtp())
     throw std::runtime_error("--speculative-config: MTP speculative decoding is unavailable: " +
                              ck->mtp_unavailable_reason());
   bool cache_hit = false;
-  if (weights && f.weight_cache && backend->packs_weights()) {
-    const auto file = weight_cache_file(ck->directory(), kernels::cpu::isa_name(backend->isa()));
+  auto* cpu = dynamic_cast<kernels::cpu::CpuBackend*>(backend.get());  // null on the GPU
+  if (weights && cpu && f.weight_cache && cpu->packs_weights()) {
+    const auto file = weight_cache_file(ck->directory(), kernels::cpu::isa_name(cpu->isa()));
     const uint64_t free_bytes = free_bytes_for(file);
     // The MTP layer's panels follow the model's when it is bound: a different set of entries.
-    cache_hit = backend->use_weight_cache(file, checkpoint_identity(*ck) + (spec.enabled ? "|mtp" : ""));
+    cache_hit = cpu->use_weight_cache(file, checkpoint_identity(*ck) + (spec.enabled ? "|mtp" : ""));
     if (!cache_hit && free_bytes < ck->file_bytes() + (uint64_t{1} << 30)) {
       // Too little room for a copy of the weights: pack as before and say why nothing is written.
-      backend = std::make_shared<kernels::cpu::CpuBackend>(kernels::cpu::active_isa());
+      auto fresh = std::make_shared<kernels::cpu::CpuBackend>(kernels::cpu::active_isa());
+      cpu = fresh.get();
+      backend = std::move(fresh);
       s.decisions.push_back(fmt::format("Weight cache: not written to {}: {:.1f} GB free, the packed weights need "
                                         "about {:.1f} GB",
                                         file.string(), static_cast<double>(free_bytes) / 1e9,
@@ -165,7 +189,8 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
     auto model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
     if (spec.enabled) model->bind_mtp();
     s.model = model;
-    if (const std::string line = backend->finish_weight_cache(); !line.empty()) s.decisions.push_back(line);
+    if (const std::string line = cpu ? cpu->finish_weight_cache() : std::string(); !line.empty())
+      s.decisions.push_back(line);
     ph.mark(cache_hit ? "map weights" : "pack weights");
   }
   const std::filesystem::path tok_path = f.tokenizer.empty() ? ck->directory() : std::filesystem::path(f.tokenizer);
@@ -198,7 +223,10 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
     c.num_speculative_tokens = spec.num_speculative_tokens;
     s.decisions.push_back(spec.decision);
   }
-  if (f.kv_cache_memory.empty()) {
+  if (on_gpu) {
+    // vLLM's memory plan (gpu_memory_plan.h): the cache budget is what the utilization leaves.
+    if (!f.kv_cache_memory.empty()) c.cache_memory_bytes = parse_byte_size(f.kv_cache_memory, "--kv-cache-memory-bytes");
+  } else if (f.kv_cache_memory.empty()) {
     const uint64_t avail = mem_available_bytes();
     const uint64_t lo = 256ull << 20, hi = 8ull << 30;
     c.cache_memory_bytes = std::clamp<uint64_t>(avail / 4, lo, hi);
@@ -235,6 +263,10 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   }
   if (const int32_t id = eos_token.empty() ? -1 : s.tokenizer->token_to_id(eos_token); id >= 0) c.eos_token_id = id;
   else if (!c.generation_eos_token_ids.empty()) c.eos_token_id = c.generation_eos_token_ids.front();
+  if (on_gpu) {
+    const GpuMemoryPlan plan = plan_device_memory(*s.model, f, c);
+    s.decisions.insert(s.decisions.end(), plan.log_lines.begin(), plan.log_lines.end());
+  }
   if (s.model) {
     s.decisions.push_back("Backend: " + s.model->backend().describe());
     s.decisions.push_back(s.model->backend().weights_summary());

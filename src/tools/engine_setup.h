@@ -27,7 +27,9 @@ struct EngineFlags {
   int max_model_len = 0;         // --max-model-len (0 = the model's)
   int max_num_seqs = 0;          // --max-num-seqs (0 = what the cache budget holds, at most 256)
   int max_num_batched_tokens = 2048;
-  std::string kv_cache_memory;   // --kv-cache-memory: bytes, or 4GiB / 512MB / 2G
+  std::string kv_cache_memory;   // --kv-cache-memory / --kv-cache-memory-bytes: bytes, or 4GiB / 512MB / 2G
+  std::string device = "auto";   // --device auto|cpu|cuda (device_choice.h)
+  std::string gpu_memory_utilization;  // --gpu-memory-utilization ("" = not given: 0.9 on a GPU; refused on the CPU)
   std::string kv_cache_dtype = "auto";
   int block_size = 16;
   bool enable_prefix_caching = true;

@@ -24,6 +24,7 @@
 #include "tokenizer/tokenizer.h"
 #include "server/metrics/stats_log_line.h"
 #include "tools/commands.h"
+#include "tools/device_choice.h"
 #include "tools/engine_setup.h"
 #include "engine/engine.h"
 
@@ -84,6 +85,8 @@ std::unique_ptr<tokenizer::Tokenizer> maybe_tokenizer(const std::filesystem::pat
 
 // --batch: every line a request, all submitted at once to the engine; prints each completion and
 // the offline throughput.
+void run_engine_prompts(const GenerateOptions& o, const std::vector<std::string>& lines);
+
 void run_batch(const GenerateOptions& o) {
   std::ifstream in(o.batch);
   if (!in) throw std::runtime_error("--batch: cannot read " + o.batch);
@@ -91,6 +94,11 @@ void run_batch(const GenerateOptions& o) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) lines.push_back(line);
   if (lines.empty()) throw std::runtime_error("--batch: " + o.batch + " has no prompts");
+  run_engine_prompts(o, lines);
+}
+
+// Every line a request ("ids: 1,2,3" or text), all submitted at once to the engine.
+void run_engine_prompts(const GenerateOptions& o, const std::vector<std::string>& lines) {
   ServingModel sm = load_serving_model(o.model, o.engine, nullptr, VisionChoice{false, false, "generate takes no images"});
   for (const std::string& d : sm.decisions) std::fprintf(stderr, "%s\n", d.c_str());
   engine::Engine eng(sm.model, sm.tokenizer, sm.config);
@@ -162,8 +170,18 @@ void run_generate(const GenerateOptions& o) {
   if (!o.engine.speculative_config.empty())
     throw std::runtime_error("--speculative-config runs in the engine: use --batch FILE (one line for one prompt)");
   if (o.engine.threads > 0) kernels::cpu::set_num_threads(o.engine.threads);
+  // The device before the load: --device cuda without a GPU fails here (device_choice.h).
+  DeviceChoice device = choose_device(o.engine.device, probe_cuda());
+  if (device.kind == DeviceKind::kCuda) {
+    // The bare forward pass keeps its state in host memory (Qwen35MoeModel::new_sequence): on the
+    // GPU the prompt goes through the engine, as one line of --batch.
+    std::fprintf(stderr, "%s: the prompt runs through the engine (as --batch)\n", device.log_line.c_str());
+    run_engine_prompts(o, {o.prompt_ids.empty() ? o.prompt : "ids: " + o.prompt_ids});
+    return;
+  }
   auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(resolve_model_dir(o.model, o.engine.source), LoadOptions{"main", true, true}));
-  const model::Qwen35MoeModel m(ck);
+  const model::Qwen35MoeModel m(ck, make_backend(device, o.engine.device == "auto"));
+  std::fprintf(stderr, "%s\n", device.log_line.c_str());
   const auto tok =
       maybe_tokenizer(o.engine.tokenizer.empty() ? ck->directory() : std::filesystem::path(o.engine.tokenizer));
   std::vector<int32_t> prompt;

@@ -84,8 +84,8 @@ struct GpuInfo {
 struct HostInfo {
   uint64_t mem_total_bytes = 0;
   uint64_t mem_available_bytes = 0;  // sizes the default --kv-cache-memory (25%, 256 MiB..8 GiB)
-  // Whether this binary serves on a GPU. Not yet: the CUDA engine has not landed, so serve runs the
-  // CPU backend even where GPUs are visible. The GPU rules still judge the visible GPUs.
+  // Whether serve runs on a GPU: false from probe_host(); serve and doctor set it from --device
+  // (device_choice.h). The GPU rules judge the visible GPUs either way.
   bool gpu_backend = false;
   std::vector<GpuInfo> gpus;     // visible to the CUDA driver
   int cuda_driver_version = 0;   // cuDriverGetVersion: 13000 = CUDA 13.0 (0 = no driver)

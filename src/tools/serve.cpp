@@ -26,6 +26,7 @@
 #include "tools/preflight_checks.h"
 #include "engine/ipc/engine_core_server.h"
 #include "tools/engine_process_flags.h"
+#include "tools/device_choice.h"
 #include "tools/engine_setup.h"
 #include "tools/serve_media_flags.h"
 #include "tools/serve_transport_flags.h"
@@ -64,7 +65,6 @@ struct ServeArgs {
   double timeout_keep_alive = -1;  // < 0: VLLM_HTTP_TIMEOUT_KEEP_ALIVE, else 5 s
   double request_head_timeout = 10.0;
   double request_body_timeout = 60.0;
-  std::string gpu_memory_utilization;
   TransportFlags transport;
   EngineProcessFlags engine_process;
   MediaFlags media;
@@ -88,14 +88,16 @@ void run_serve(ServeArgs a) {
   // Every known-bad configuration (preflight_checks.h; `fp4serve doctor` prints the same verdicts).
   ServeSettings preflight;
   preflight.tensor_parallel_size = a.tensor_parallel_size;
-  preflight.gpu_memory_utilization = a.gpu_memory_utilization;
+  preflight.gpu_memory_utilization = a.engine.gpu_memory_utilization;
   preflight.reasoning_parser = a.reasoning_parser;
   preflight.tool_call_parser = a.tool_call_parser;
   preflight.enable_auto_tool_choice = a.enable_auto_tool_choice;
   preflight.generation_config = a.generation_config;
   preflight.engine = a.engine;
   preflight.gpu = a.gpu;
-  const HostInfo host = probe_host();
+  HostInfo host = probe_host();
+  // --device (device_choice.h): --device cuda without a GPU stops here; the GPU rules apply on CUDA.
+  host.gpu_backend = choose_device(a.engine.device, probe_cuda()).kind == DeviceKind::kCuda;
   enforce_preflight(preflight, host);  // flag rules, before the slow load
   // A bad certificate or CORS list is refused before the load too (the server loads the files
   // again when it starts; --enable-ssl-refresh may change them later).
@@ -355,7 +357,6 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--request-body-timeout", a->request_body_timeout,
                   "seconds from the end of a request's headers to the end of its body, else 408")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--gpu-memory-utilization", a->gpu_memory_utilization, "(GPU only: refused on CPU)");
   add_transport_flags(*cmd, a->transport);
   add_engine_process_flags(*cmd, a->engine_process);
   add_media_flags(*cmd, a->media);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "checkpoint/weight_loader.h"
+#include "tools/device_choice.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
 #include "model/paged_kv_cache.h"
@@ -156,6 +157,11 @@ LayerTimes layer_times(const model::StepProfile& p) {
 
 ModelBenchResult run_model_bench(const ModelBenchOptions& o, std::ostream& log) {
   check_options(o);
+  // The device first: --device cuda without a GPU fails before the roofline and the load.
+  DeviceChoice device = choose_device(o.device, probe_cuda());
+  // structured_bench.h samples host copies of the logits rows through the backend: CPU views only.
+  if (device.kind == DeviceKind::kCuda && !o.structured_schema.empty())
+    throw std::runtime_error("--structured-schema measures on host logits rows: add --device cpu");
   if (o.threads > 0) kernels::cpu::set_num_threads(o.threads);
   ModelBenchResult r;
   r.model = o.model;
@@ -169,7 +175,9 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o, std::ostream& log) 
 
   log << "loading " << o.model << "..." << std::endl;
   auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(o.model, LoadOptions{"main", true, false}));
-  const model::Qwen35MoeModel m(ck);
+  const model::Qwen35MoeModel m(ck, make_backend(device, o.device == "auto"));
+  r.device = device.log_line;
+  log << r.device << std::endl;
   const kernels::KvDtype kv = resolve_kv_dtype(o.kv_cache_dtype, *ck);
   r.description = describe_model(*ck, kv);
   r.bytes = active_bytes(ck->plan(), ck->config());

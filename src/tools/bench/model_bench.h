@@ -34,6 +34,7 @@ struct ModelBenchOptions {
   int decode_prompt_len = 16;  // each decode sequence's prompt (prefilled untimed)
   int threads = 0;             // 0: the kernels' default (all cores)
   std::string kv_cache_dtype = "auto";
+  std::string device = "auto";  // --device auto|cpu|cuda (tools/device_choice.h)
   uint64_t bandwidth_buffer_bytes = uint64_t{1} << 30;
   int max_num_batched_tokens = 2048;  // prefill chunk, as the engine's default token budget
   std::string json;            // write the result here too
@@ -75,6 +76,7 @@ struct ModelBenchResult {
   std::string description;  // layers, formats, kv dtype
   int threads = 1;
   std::string isa;
+  std::string device;  // "device: cpu (...)": the --device decision and its reason
   Roofline roofline;
   ActiveBytes bytes;
   int prompt_len = 0;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "tools/bench/model_bench.h"
+#include "tools/device_choice.h"
 
 namespace fp4serve::tools::bench {
 
@@ -26,6 +27,7 @@ void add_bench_model_command(CLI::App& bench) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", o->threads, "CPU threads (default: all cores)")->check(CLI::PositiveNumber);
+  add_device_flag(*cmd, o->device);
   cmd->add_option("--kv-cache-dtype", o->kv_cache_dtype, "auto|bfloat16|fp8|fp8_e4m3 (auto: the checkpoint's)")
       ->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "prefill chunk (the engine's token budget)")

@@ -21,6 +21,7 @@ std::string mb(double bytes) { return fmt::format("{:.1f} MB", bytes / 1e6); }
 void print_model_bench(const ModelBenchResult& r, std::ostream& out) {
   const Roofline& rf = r.roofline;
   out << fmt::format("model: {}\n  {}\n", r.model, r.description);
+  if (!r.device.empty()) out << r.device << "\n";
   out << fmt::format("threads: {}, {} kernels; load average (1 min) {:.2f} before, {:.2f} after\n", r.threads, r.isa,
                      r.load_before, r.load_after);
   out << fmt::format("roofline: read bandwidth {:.2f} GB/s ({} MiB buffer); fp32 FMA {:.1f} GFLOP/s ({})", rf.read_gbs,
@@ -75,6 +76,7 @@ std::string model_bench_json(const ModelBenchResult& r) {
   j["description"] = r.description;
   j["threads"] = r.threads;
   j["isa"] = r.isa;
+  j["device"] = r.device;
   j["load_average"] = {{"before", r.load_before}, {"after", r.load_after}};
   const Roofline& rf = r.roofline;
   j["roofline"] = {{"read_bandwidth_gbs", rf.read_gbs},

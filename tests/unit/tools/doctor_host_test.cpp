@@ -14,7 +14,7 @@ TEST(DoctorHost, MemoryAndCpuAreRead) {
   EXPECT_GT(h.mem_total_bytes, 0u);
   EXPECT_GT(h.mem_available_bytes, 0u);
   EXPECT_LE(h.mem_available_bytes, h.mem_total_bytes);
-  EXPECT_FALSE(h.gpu_backend);  // no CUDA engine yet
+  EXPECT_FALSE(h.gpu_backend);  // set by serve/doctor from --device, not by the probe
   const CpuReport c = probe_cpu();
   EXPECT_FALSE(c.model_name.empty());
   EXPECT_EQ(c.logical_cores, kernels::cpu::cpu_features().logical_cores);

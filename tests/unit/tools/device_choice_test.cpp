@@ -1,0 +1,78 @@
+// device_choice: --device auto|cpu|cuda decided from a probe (fake ones here, so every branch runs on
+// a machine without a GPU), and the binary's own probe on this machine.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tools/device_choice.h"
+
+namespace fp4serve::tools {
+namespace {
+
+using ::testing::HasSubstr;
+
+CudaProbe cpu_only_build() { return {false, 0, "this binary was built without the CUDA backend (configure with -DFP4SERVE_CUDA=ON)"}; }
+CudaProbe no_gpu() { return {true, 0, "the CUDA runtime sees no device (no NVIDIA driver, or no GPU visible)"}; }
+CudaProbe one_gpu() { return {true, 1, ""}; }
+
+TEST(DeviceChoice, CpuIsTheCpuWhateverTheMachine) {
+  for (const CudaProbe& p : {cpu_only_build(), no_gpu(), one_gpu()}) {
+    const DeviceChoice c = choose_device("cpu", p);
+    EXPECT_EQ(c.kind, DeviceKind::kCpu);
+    EXPECT_EQ(c.log_line, "device: cpu (--device cpu)");
+  }
+}
+
+TEST(DeviceChoice, AutoTakesTheGpuWhenOneIsUsableAndSaysWhyNotOtherwise) {
+  EXPECT_EQ(choose_device("auto", one_gpu()).kind, DeviceKind::kCuda);
+  EXPECT_THAT(choose_device("auto", one_gpu()).log_line, HasSubstr("device: cuda (--device auto: 1 CUDA device(s)"));
+  const DeviceChoice none = choose_device("auto", no_gpu());
+  EXPECT_EQ(none.kind, DeviceKind::kCpu);
+  EXPECT_EQ(none.log_line, "device: cpu (no CUDA device usable: the CUDA runtime sees no device (no NVIDIA driver, "
+                           "or no GPU visible))");
+  const DeviceChoice unbuilt = choose_device("auto", cpu_only_build());
+  EXPECT_EQ(unbuilt.kind, DeviceKind::kCpu);
+  EXPECT_THAT(unbuilt.log_line, HasSubstr("device: cpu (no CUDA device usable: this binary was built without"));
+}
+
+TEST(DeviceChoice, CudaWithoutADeviceIsAnErrorNamingTheReason) {
+  EXPECT_EQ(choose_device("cuda", one_gpu()).kind, DeviceKind::kCuda);
+  for (const CudaProbe& p : {cpu_only_build(), no_gpu()}) {
+    try {
+      choose_device("cuda", p);
+      FAIL() << "--device cuda accepted without a device";
+    } catch (const std::runtime_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("--device cuda: no CUDA device usable: " + p.problem));
+    }
+  }
+}
+
+TEST(DeviceChoice, UnknownDevicesAreRefused) {
+  for (const char* bad : {"gpu", "CUDA", "", "tpu"}) {
+    try {
+      choose_device(bad, one_gpu());
+      FAIL() << bad;
+    } catch (const std::runtime_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("use auto, cpu or cuda"));
+    }
+  }
+}
+
+TEST(DeviceChoice, ThisMachinesProbeAndTheCpuBackend) {
+  const CudaProbe p = probe_cuda();
+  if (p.device_count == 0) {
+    EXPECT_FALSE(p.problem.empty());
+  }
+  DeviceChoice cpu = choose_device("cpu", p);
+  const auto backend = make_backend(cpu, false);
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(backend->device(), kernels::Device::kCpu);
+  EXPECT_EQ(device_memory(*backend).total_bytes, 0u);  // not a device backend
+  const std::string doctor = describe_cuda_devices();
+  EXPECT_THAT(doctor, HasSubstr("<- what --device auto picks here"));
+  if (p.device_count == 0) {
+    EXPECT_THAT(doctor, HasSubstr("CUDA devices: none usable: " + p.problem));
+  }
+}
+
+}  // namespace
+}  // namespace fp4serve::tools
