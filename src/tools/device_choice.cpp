@@ -8,6 +8,8 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_features.h"
 #ifdef FP4SERVE_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/device_info.h"
 #endif
@@ -18,8 +20,16 @@ CudaProbe probe_cuda() {
   CudaProbe p;
 #ifdef FP4SERVE_HAVE_CUDA
   p.built = true;
-  p.device_count = kernels::cuda::device_count();
-  if (p.device_count == 0) p.problem = "the CUDA runtime sees no device (no NVIDIA driver, or no GPU visible)";
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error, as kernels::cuda::device_count() does
+    p.problem = fmt::format("the CUDA runtime found no device (cudaGetDeviceCount: {})", cudaGetErrorString(e));
+    n = 0;
+  } else if (n == 0) {
+    p.problem = "the CUDA runtime found no device (no GPU visible)";
+  }
+  p.device_count = n;
 #else
   p.problem = "this binary was built without the CUDA backend (configure with -DFP4SERVE_CUDA=ON)";
 #endif

@@ -181,7 +181,6 @@ void run_generate(const GenerateOptions& o) {
   }
   auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(resolve_model_dir(o.model, o.engine.source), LoadOptions{"main", true, true}));
   const model::Qwen35MoeModel m(ck, make_backend(device, o.engine.device == "auto"));
-  std::fprintf(stderr, "%s\n", device.log_line.c_str());
   const auto tok =
       maybe_tokenizer(o.engine.tokenizer.empty() ? ck->directory() : std::filesystem::path(o.engine.tokenizer));
   std::vector<int32_t> prompt;
@@ -198,10 +197,10 @@ void run_generate(const GenerateOptions& o) {
   if (o.engine.kv_cache_dtype == "fp8" || o.engine.kv_cache_dtype == "fp8_e4m3") kv = kernels::KvDtype::kFp8E4M3;
   else if (o.engine.kv_cache_dtype != "auto" && o.engine.kv_cache_dtype != "bfloat16")
     throw std::runtime_error("--kv-cache-dtype must be auto, bfloat16, fp8 or fp8_e4m3");
-  std::fprintf(stderr, "model: %s, %lld layers, vocab %lld; %zu prompt tokens; %d threads, %s kernels\n",
+  std::fprintf(stderr, "model: %s, %lld layers, vocab %lld; %zu prompt tokens; %d threads, %s kernels; %s\n",
                ck->directory().c_str(), static_cast<long long>(m.config().num_hidden_layers),
                static_cast<long long>(m.vocab_size()), prompt.size(), kernels::cpu::num_threads(),
-               std::string(kernels::cpu::isa_name(kernels::cpu::active_isa())).c_str());
+               std::string(kernels::cpu::isa_name(kernels::cpu::active_isa())).c_str(), device.log_line.c_str());
 
   const auto& eos = ck->generation_config().eos_token_ids.empty() ? m.config().eos_token_ids
                                                                    : ck->generation_config().eos_token_ids;

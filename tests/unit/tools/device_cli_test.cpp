@@ -20,13 +20,14 @@ const std::string kGenerate = "generate --model " + kModels + "tiny-bf16 --promp
 
 bool gpu_here() { return tools::probe_cuda().device_count > 0; }
 
-// The generated ids: the first line of stdout that is all digits and spaces.
+// The generated ids: the digits and spaces that start the first line starting with a digit (stdout;
+// stderr's "prefill: ..." may follow on the same line of the merged output).
 std::string ids_line(const std::string& output) {
   std::size_t at = 0;
   while (at < output.size()) {
     const std::size_t end = output.find('\n', at);
     const std::string line = output.substr(at, end == std::string::npos ? std::string::npos : end - at);
-    if (!line.empty() && line.find_first_not_of("0123456789 ") == std::string::npos) return line;
+    if (!line.empty() && line[0] >= '0' && line[0] <= '9') return line.substr(0, line.find_first_not_of("0123456789 "));
     if (end == std::string::npos) break;
     at = end + 1;
   }
