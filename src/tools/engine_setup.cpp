@@ -223,8 +223,9 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
     c.num_speculative_tokens = spec.num_speculative_tokens;
     s.decisions.push_back(spec.decision);
   }
-  if (on_gpu) {
-    // vLLM's memory plan (gpu_memory_plan.h): the cache budget is what the utilization leaves.
+  if (device.kind == DeviceKind::kCuda) {
+    // vLLM's memory plan (gpu_memory_plan.h, below; in the engine process when this front-end loads
+    // no weights): the cache budget is what the utilization leaves, or --kv-cache-memory-bytes.
     if (!f.kv_cache_memory.empty()) c.cache_memory_bytes = parse_byte_size(f.kv_cache_memory, "--kv-cache-memory-bytes");
   } else if (f.kv_cache_memory.empty()) {
     const uint64_t avail = mem_available_bytes();
