@@ -1,0 +1,186 @@
+// Block-wide building blocks of the sampling kernel (one block of kSampleThreads per row). Every
+// function here is called by all threads of the block with the same arguments (row-uniform control
+// flow only), synchronizes inside, and returns the same value to every thread. Reductions run in a
+// fixed order (cub's trees; integer sums), so a row's result never depends on the other rows of
+// the launch, and no floating-point value is ever accumulated with atomics.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstdint>
+#include <cub/cub.cuh>
+
+#include "kernels/cuda/sampling_rules.h"
+
+namespace fp4serve::kernels::cuda::sampling_block {
+
+inline constexpr int kSampleThreads = 512;
+using u64 = unsigned long long;
+
+struct ArgMax {
+  float value;
+  int index;
+};
+// Higher value first, lower index among equals (torch.argmax's first maximum); NaN never wins.
+struct ArgMaxOp {
+  __device__ ArgMax operator()(const ArgMax& a, const ArgMax& b) const {
+    return (b.value > a.value || (b.value == a.value && b.index < a.index)) ? b : a;
+  }
+};
+struct MaxOp {
+  __device__ float operator()(float a, float b) const { return b > a ? b : a; }
+};
+
+using ReduceF = cub::BlockReduce<float, kSampleThreads>;
+using ReduceD = cub::BlockReduce<double, kSampleThreads>;
+using ReduceU = cub::BlockReduce<u64, kSampleThreads>;
+using ReduceA = cub::BlockReduce<ArgMax, kSampleThreads>;
+using ScanU = cub::BlockScan<u64, kSampleThreads>;
+
+struct Shared {
+  union {
+    typename ReduceF::TempStorage f;
+    typename ReduceD::TempStorage d;
+    typename ReduceU::TempStorage u;
+    typename ReduceA::TempStorage a;
+    typename ScanU::TempStorage scan;
+  } temp;
+  u64 hist[256];
+  u64 bucket[sampling_rules::kNumBuckets];
+  float bcast_f;
+  double bcast_d;
+  u64 bcast_u;
+  int bcast_i;
+  int found;
+  u64 found_before;
+  int sel;
+  u64 sel_above;
+};
+
+__device__ __forceinline__ float block_max(float v, Shared& sh) {
+  const float r = ReduceF(sh.temp.f).Reduce(v, MaxOp());
+  if (threadIdx.x == 0) sh.bcast_f = r;
+  __syncthreads();
+  const float out = sh.bcast_f;
+  __syncthreads();
+  return out;
+}
+
+__device__ __forceinline__ double block_sum(double v, Shared& sh) {
+  const double r = ReduceD(sh.temp.d).Sum(v);
+  if (threadIdx.x == 0) sh.bcast_d = r;
+  __syncthreads();
+  const double out = sh.bcast_d;
+  __syncthreads();
+  return out;
+}
+
+__device__ __forceinline__ u64 block_sum(u64 v, Shared& sh) {
+  const u64 r = ReduceU(sh.temp.u).Sum(v);
+  if (threadIdx.x == 0) sh.bcast_u = r;
+  __syncthreads();
+  const u64 out = sh.bcast_u;
+  __syncthreads();
+  return out;
+}
+
+// Index of the first maximum of value(i) over [0, n) (0 when there is none: every value NaN).
+template <class Value>
+__device__ int block_argmax_first(int n, Value value, Shared& sh) {
+  ArgMax best{-INFINITY, INT_MAX};
+  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
+    const float x = value(i);
+    if (x > best.value || (x == best.value && i < best.index)) best = ArgMax{x, i};
+  }
+  const ArgMax r = ReduceA(sh.temp.a).Reduce(best, ArgMaxOp());
+  if (threadIdx.x == 0) sh.bcast_i = r.index == INT_MAX ? 0 : r.index;
+  __syncthreads();
+  const int out = sh.bcast_i;
+  __syncthreads();
+  return out;
+}
+
+struct Found {
+  int index;      // -1 when the masses sum to <= target
+  u64 before;     // mass of [0, index)
+};
+
+// The first index i of [0, n) whose inclusive prefix sum of mass(i) exceeds `target`, walking in
+// index order. Each thread owns one contiguous tile of the range: tile sums, one block scan, and
+// the one thread whose tile holds the crossing walks it.
+template <class Mass>
+__device__ Found id_order_search(int n, Mass mass, u64 target, Shared& sh) {
+  const int per = (n + kSampleThreads - 1) / kSampleThreads;
+  const int begin = min(n, static_cast<int>(threadIdx.x) * per);
+  const int end = min(n, begin + per);
+  u64 local = 0;
+  for (int i = begin; i < end; ++i) local += mass(i);
+  u64 before;
+  ScanU(sh.temp.scan).ExclusiveSum(local, before);
+  if (threadIdx.x == 0) sh.found = -1;
+  __syncthreads();
+  if (before <= target && target < before + local) {
+    u64 cum = before;
+    for (int i = begin; i < end; ++i) {
+      const u64 m = mass(i);
+      if (cum + m > target) {
+        sh.found = i;
+        sh.found_before = cum;
+        break;
+      }
+      cum += m;
+    }
+  }
+  __syncthreads();
+  const Found out{sh.found, sh.found < 0 ? 0ull : sh.found_before};
+  __syncthreads();
+  return out;
+}
+
+struct Descent {
+  uint32_t key;  // the order key (sampling_rules::order_key) of the element found
+  u64 above;     // mass of the members whose key is greater
+};
+
+// Radix descent over 32-bit order keys, 8 bits per pass, from the top: the key v such that the
+// members with keys > v hold <= thr of mass and those with keys >= v hold more. With mass 1 per
+// member and thr = k - 1 that is the k-th largest key; with weights, the key at which the mass
+// ranked above first exceeds thr. member(i, key, mass) says whether element i takes part. Masses
+// are integers: the shared-memory atomics add them exactly, in any order.
+template <class Member>
+__device__ Descent radix_descend(int n, Member member, u64 thr, Shared& sh) {
+  uint32_t prefix = 0, prefix_mask = 0;
+  u64 above = 0;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += kSampleThreads) sh.hist[b] = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < n; i += kSampleThreads) {
+      uint32_t key;
+      u64 m;
+      if (member(i, key, m) && m != 0 && (key & prefix_mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], m);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      u64 a = above;
+      int sel = 0;
+      for (int b = 255; b >= 0; --b) {
+        if (a + sh.hist[b] > thr) {
+          sel = b;
+          break;
+        }
+        a += sh.hist[b];
+      }
+      sh.sel = sel;
+      sh.sel_above = a;
+    }
+    __syncthreads();
+    prefix |= static_cast<uint32_t>(sh.sel) << shift;
+    prefix_mask |= 255u << shift;
+    above = sh.sel_above;
+    __syncthreads();
+  }
+  return Descent{prefix, above};
+}
+
+}  // namespace fp4serve::kernels::cuda::sampling_block
