@@ -65,18 +65,7 @@ __device__ void apply_edits(const KernelArgs& a, const SampleRowParams& q, float
     const SampleEdit ed = a.edits[q.edit_begin + e];
     const float raw = row[ed.id];
     a.saved[q.edit_begin + e] = raw;
-    float x = (ed.flags & kEditBaseMasked) ? -INFINITY : raw;
-    if (ed.flags & kEditNegInf) x = -INFINITY;
-    for (int b = 0; b < ed.bias_count; ++b) x = x + a.biases[ed.bias_begin + b];
-    if (ed.flags & kEditPenalize) {
-      if (q.repetition != 1.0f) x = x > 0.0f ? x / q.repetition : x * q.repetition;
-      if (ed.count > 0) {
-        x -= q.frequency * static_cast<float>(ed.count);
-        x -= q.presence;
-      }
-    }
-    if (ed.flags & kEditForce) x = cpu::kForcedLogit;
-    row[ed.id] = x;
+    row[ed.id] = edited_logit(raw, ed, a.biases, q);
   }
 }
 

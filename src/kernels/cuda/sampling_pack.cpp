@@ -6,11 +6,14 @@
 #include <string>
 
 #include "kernels/cpu/sampling_bad_words.h"
+#include "kernels/cpu/sampling_processors.h"
 #include "kernels/cpu/sampling_rng.h"
 #include "kernels/cuda/sampling_rules.h"
 #include "kernels/reasoning_budget.h"
 
 namespace fp4serve::kernels::cuda {
+
+static_assert(kForcedLogitValue == cpu::kForcedLogit);
 
 namespace {
 

@@ -15,6 +15,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cuda/sampling_rules.h"
 #include "kernels/sampling.h"
 
 namespace fp4serve::kernels::cuda {
@@ -70,6 +71,24 @@ struct SampleTopEntry {
   int32_t token = -1;
   float logprob = 0.0f;
 };
+
+// The value an edit leaves in the row (the kernel writes it; the unit tests check it against the
+// CPU processors), from the token's raw logit, in the CPU op's order and float32 operations.
+inline constexpr float kForcedLogitValue = 1e9f;  // cpu::kForcedLogit
+FP4_SAMPLING_HD float edited_logit(float raw, const SampleEdit& e, const float* biases, const SampleRowParams& q) {
+  float x = (e.flags & kEditBaseMasked) ? -INFINITY : raw;
+  if (e.flags & kEditNegInf) x = -INFINITY;
+  for (int32_t b = 0; b < e.bias_count; ++b) x = x + biases[e.bias_begin + b];
+  if (e.flags & kEditPenalize) {
+    if (q.repetition != 1.0f) x = x > 0.0f ? x / q.repetition : x * q.repetition;
+    if (e.count > 0) {
+      x -= q.frequency * static_cast<float>(e.count);
+      x -= q.presence;
+    }
+  }
+  if (e.flags & kEditForce) x = kForcedLogitValue;
+  return x;
+}
 
 struct PackedSampling {
   std::vector<SampleRowParams> rows;
