@@ -239,4 +239,40 @@ inline std::vector<int32_t> top_k_set(std::span<const float> p, const Filter& f)
   return kept;
 }
 
+// The logprobs kernel's top-N by raw logit (ties to the lower id): the want-th largest key by radix
+// select, the entries above it and the first ties in id order, then each placed by the number of
+// gathered entries that rank before it. Returns (token, logit) pairs, best first.
+inline std::vector<std::pair<int32_t, float>> top_n(std::span<const float> p, int want) {
+  const int n = static_cast<int>(p.size());
+  const Descent d = radix_descend(
+      n,
+      [&](int i, uint32_t& key, u64& mass) {
+        key = rules::order_key(p[static_cast<std::size_t>(i)]);
+        mass = 1;
+        return true;
+      },
+      static_cast<u64>(want - 1));
+  const int above = static_cast<int>(d.above);
+  std::vector<std::pair<int32_t, float>> gathered(static_cast<std::size_t>(want), {-1, 0.0f});
+  int next_above = 0, next_tie = 0;
+  for (int i = 0; i < n; ++i) {
+    const float x = p[static_cast<std::size_t>(i)];
+    const uint32_t key = rules::order_key(x);
+    if (key > d.key) {
+      gathered[static_cast<std::size_t>(next_above++)] = {i, x};
+    } else if (key == d.key) {
+      if (above + next_tie < want) gathered[static_cast<std::size_t>(above + next_tie)] = {i, x};
+      ++next_tie;
+    }
+  }
+  std::vector<std::pair<int32_t, float>> sorted(static_cast<std::size_t>(want), {-1, 0.0f});
+  for (const auto& mine : gathered) {
+    int before = 0;
+    for (const auto& e : gathered)
+      before += (e.second > mine.second || (e.second == mine.second && e.first < mine.first)) ? 1 : 0;
+    sorted[static_cast<std::size_t>(before)] = mine;
+  }
+  return sorted;
+}
+
 }  // namespace fp4serve::kernels::cuda::model

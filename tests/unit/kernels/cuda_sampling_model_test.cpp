@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/sampling_logprobs.h"
 #include "kernels/cpu/sampling_selection.h"
 #include "unit/kernels/sampling_test_util.h"
 
@@ -104,6 +105,23 @@ TEST(CudaSamplingModel, DegenerateRowsTakeTheFirstMaximum) {
   cpu::SelectionScratch scratch;
   EXPECT_EQ(model::select_random(row, {1.0f, 0, 1.0, 0.0f}, 0.7), cpu_token(row, {1.0f, 0, 1.0, 0.0f}, 0.7, scratch));
   EXPECT_EQ(model::select_random(row, {1.0f, 0, 1.0, 0.0f}, 0.7), 17);
+}
+
+TEST(CudaSamplingModel, TopNLogprobsAreTheCpuOpsInItsOrder) {
+  uint32_t seed = 500;
+  for (int want : {1, 2, 5, 20, 64, 333, 1024}) {
+    for (int shape = 0; shape < 3; ++shape) {
+      const std::vector<float> row = make_row(3000, seed++, 1.0f, shape == 1, shape == 2);
+      std::vector<TokenLogprob> top(static_cast<std::size_t>(want));
+      ASSERT_EQ(cpu::top_logits(row, static_cast<std::size_t>(want), top), static_cast<std::size_t>(want));
+      const auto got = model::top_n(row, want);
+      for (int i = 0; i < want; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        ASSERT_EQ(got[k].first, top[k].token) << "N " << want << " shape " << shape << " entry " << i;
+        ASSERT_EQ(got[k].second, top[k].logprob) << "N " << want << " shape " << shape << " entry " << i;
+      }
+    }
+  }
 }
 
 TEST(CudaSamplingRules, OrderKeysSortAsTheFloats) {
