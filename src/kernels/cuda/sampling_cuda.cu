@@ -152,10 +152,14 @@ __device__ int select_top_k(const RandomRow& r, int top_k, const MaskedRow& p, S
   return rank_pick(n, member, rules::draw_target(r.uniform, kept), r.max_scaled, r.scale, sh);
 }
 
-// A candidate's mass (0: not a candidate: min_p drops it or its weight is 0) and scaled logit.
-__device__ __forceinline__ u64 candidate_mass(const RandomRow& r, const MaskedRow& p, int i, float& s) {
+// A candidate's mass when its bucket is in [lo, hi] (0 otherwise, or when min_p drops it or its
+// weight is 0: not a CPU candidate), with its scaled logit and bucket. exp() is the costly part
+// (through double), so it is left for last.
+__device__ __forceinline__ u64 candidate_mass(const RandomRow& r, const MaskedRow& p, int i, int lo, int hi, float& s,
+                                              int& bucket) {
   s = p(i) / r.t;
-  if (!r.min_p.keeps(s)) return 0;
+  bucket = rules::bucket_of(s, r.max_scaled);
+  if (s == -INFINITY || bucket < lo || bucket > hi || !r.min_p.keeps(s)) return 0;
   const float w = rules::exp_f32(s - r.max_scaled);
   return w > 0.0f ? rules::fixed_mass(w, r.scale) : 0;
 }
@@ -169,10 +173,11 @@ __device__ int select_top_p(const RandomRow& r, const MaskedRow& p, Shared& sh) 
   u64 local = 0;
   for (int i = threadIdx.x; i < n; i += kSampleThreads) {
     float s;
-    const u64 w = candidate_mass(r, p, i, s);
+    int bucket;
+    const u64 w = candidate_mass(r, p, i, 0, rules::kNumBuckets - 1, s, bucket);
     if (w == 0) continue;
     local += w;
-    atomicAdd(&sh.bucket[rules::bucket_of(s, r.max_scaled)], w);
+    atomicAdd(&sh.bucket[bucket], w);
   }
   const u64 total = block_sum(local, sh);
   const u64 thr = rules::top_p_threshold(r.top_p, total);
@@ -181,8 +186,9 @@ __device__ int select_top_p(const RandomRow& r, const MaskedRow& p, Shared& sh) 
   const u64 above = cut.before;
   auto in_cut = [&](int i, uint32_t& key, u64& mass) {
     float s;
-    mass = candidate_mass(r, p, i, s);
-    if (mass == 0 || rules::bucket_of(s, r.max_scaled) != cut_bucket) return false;
+    int bucket;
+    mass = candidate_mass(r, p, i, cut_bucket, cut_bucket, s, bucket);
+    if (mass == 0) return false;
     key = rules::order_key(s);
     return true;
   };
@@ -193,8 +199,8 @@ __device__ int select_top_p(const RandomRow& r, const MaskedRow& p, Shared& sh) 
              n,
              [&](int i) -> u64 {
                float s;
-               const u64 w = candidate_mass(r, p, i, s);
-               return w != 0 && rules::bucket_of(s, r.max_scaled) < cut_bucket ? w : 0;
+               int bucket;
+               return candidate_mass(r, p, i, 0, cut_bucket - 1, s, bucket);
              },
              target, sh)
       .index;
@@ -204,7 +210,8 @@ __device__ int select_top_p(const RandomRow& r, const MaskedRow& p, Shared& sh) 
 __device__ int select_plain(const RandomRow& r, const MaskedRow& p, Shared& sh) {
   auto mass = [&](int i) -> u64 {
     float s;
-    return candidate_mass(r, p, i, s);
+    int bucket;
+    return candidate_mass(r, p, i, 0, rules::kNumBuckets - 1, s, bucket);
   };
   u64 local = 0;
   for (int i = threadIdx.x; i < r.n; i += kSampleThreads) local += mass(i);
@@ -263,7 +270,10 @@ __device__ void logprobs(const KernelArgs& a, const SampleRowParams& q, const fl
   double lse = static_cast<double>(max);
   if (isfinite(max)) {
     double sum = 0.0;
-    for (int i = threadIdx.x; i < n; i += kSampleThreads) sum += static_cast<double>(rules::exp_f32(p(i) - max));
+    for (int i = threadIdx.x; i < n; i += kSampleThreads) {
+      const float x = p(i);
+      if (x != -INFINITY) sum += static_cast<double>(rules::exp_f32(x - max));  // exp(-inf) adds 0
+    }
     lse = static_cast<double>(max) + log(block_sum(sum, sh));
   }
   auto logprob = [lse](float x) { return static_cast<float>(static_cast<double>(x) - lse); };
