@@ -54,6 +54,8 @@ struct Shared {
   int bcast_i;
   int found;
   u64 found_before;
+  int walk_begin, walk_end;  // the tile id_order_search walks
+  u64 walk_before;
   int sel;
   u64 sel_above;
 };
@@ -107,8 +109,9 @@ struct Found {
 };
 
 // The first index i of [0, n) whose inclusive prefix sum of mass(i) exceeds `target`, walking in
-// index order. Each thread owns one contiguous tile of the range: tile sums, one block scan, and
-// the one thread whose tile holds the crossing walks it.
+// index order. Each thread owns one contiguous tile of the range: tile sums and one block scan
+// find the tile that holds the crossing, then warp 0 walks that tile 32 indices at a time (a warp
+// scan and a ballot per step).
 template <class Mass>
 __device__ Found id_order_search(int n, Mass mass, u64 target, Shared& sh) {
   const int per = (n + kSampleThreads - 1) / kSampleThreads;
@@ -116,20 +119,40 @@ __device__ Found id_order_search(int n, Mass mass, u64 target, Shared& sh) {
   const int end = min(n, begin + per);
   u64 local = 0;
   for (int i = begin; i < end; ++i) local += mass(i);
-  u64 before;
-  ScanU(sh.temp.scan).ExclusiveSum(local, before);
-  if (threadIdx.x == 0) sh.found = -1;
-  __syncthreads();
+  u64 before, total;
+  ScanU(sh.temp.scan).ExclusiveSum(local, before, total);
   if (before <= target && target < before + local) {
-    u64 cum = before;
-    for (int i = begin; i < end; ++i) {
-      const u64 m = mass(i);
-      if (cum + m > target) {
-        sh.found = i;
-        sh.found_before = cum;
-        break;
+    sh.walk_begin = begin;
+    sh.walk_end = end;
+    sh.walk_before = before;
+  }
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    const int lane = static_cast<int>(threadIdx.x);
+    if (lane == 0) sh.found = -1;
+    __syncwarp();
+    if (target < total) {
+      const int walk_end = sh.walk_end;
+      u64 cum = sh.walk_before;
+      for (int base = sh.walk_begin; base < walk_end; base += 32) {
+        const int i = base + lane;
+        const u64 m = i < walk_end ? mass(i) : 0ull;
+        u64 inclusive = m;
+#pragma unroll
+        for (int offset = 1; offset < 32; offset <<= 1) {
+          const u64 y = __shfl_up_sync(0xffffffffu, inclusive, offset);
+          if (lane >= offset) inclusive += y;
+        }
+        const unsigned hit = __ballot_sync(0xffffffffu, cum + inclusive > target);
+        if (hit != 0) {
+          if (lane == __ffs(static_cast<int>(hit)) - 1) {
+            sh.found = i;
+            sh.found_before = cum + inclusive - m;
+          }
+          break;
+        }
+        cum += __shfl_sync(0xffffffffu, inclusive, 31);
       }
-      cum += m;
     }
   }
   __syncthreads();
