@@ -5,11 +5,16 @@
 // the launch, and no floating-point value is ever accumulated with atomics.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <climits>
 #include <cstdint>
+
+// FP4SERVE_CUDA_EMULATION: compiled by the host compiler under the unit tests' block emulation
+// (tests/unit/kernels/cuda_block_emulation.h provides the CUDA names and cub's block primitives).
+#if !defined(FP4SERVE_CUDA_EMULATION)
+#include <cuda_runtime.h>
+
 #include <cub/cub.cuh>
+#endif
 
 #include "kernels/cuda/sampling_rules.h"
 

@@ -3,16 +3,7 @@
 // random selection and draw -> the raw values put back -> the logprobs. The host packs the options
 // and draws the uniforms, the kernel writes one result record per row, and one download plus one
 // stream synchronize return them (sample() is the one op that waits).
-//
-// The random selection mirrors cpu/sampling_selection.cpp path by path, including the order in
-// which its draw walks the candidates (that order decides which token a uniform picks):
-//   - top-k: the k-th largest raw logit by radix select (exact: comparisons only), the CPU's kept
-//     set, then top-p and the draw in rank order (scaled logit descending, lower id first);
-//   - top-p alone: the CPU's buckets of 1/16 nat; the tokens above the cut bucket are walked in id
-//     order, those of the cut bucket in rank order;
-//   - neither: id order.
-// Masses are integers (sampling_rules.h fixed_mass); the rank-order walks are radix descents over
-// the scaled logits' order keys, the id-order walks block scans (sampling_block.cuh).
+// The per-row device code is in sampling_select.cuh.
 #include "kernels/cuda/sampling_cuda.h"
 
 #include <cuda_runtime.h>
@@ -21,360 +12,30 @@
 #include <vector>
 
 #include "kernels/cpu/sampling_cpu.h"
-#include "kernels/cpu/sampling_processors.h"
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/sampling_block.cuh"
 #include "kernels/cuda/sampling_pack.h"
 #include "kernels/cuda/sampling_rules.h"
+#include "kernels/cuda/sampling_select.cuh"
 
 namespace fp4serve::kernels::cuda {
 
 namespace {
 
 using namespace sampling_block;
-namespace rules = sampling_rules;
+using namespace sampling_select;
 
-struct KernelArgs {
-  float* logits;
-  const SampleRowParams* rows;
-  const SampleEdit* edits;
-  const float* biases;
-  const uint32_t* masks;
-  const int32_t* logprob_ids;
-  float* saved;  // the edited tokens' raw values, one per edit
-  SampleRowResult* results;
-  SampleTopEntry* tops;
-  int valid;
-  double fixed_scale;
-};
-
-// A row read through an optional bitmask: a clear bit reads as -inf.
-struct MaskedRow {
-  const float* row;
-  const uint32_t* mask;
-  __device__ float operator()(int i) const {
-    const float v = row[i];
-    return (mask != nullptr && !((mask[i >> 5] >> (i & 31)) & 1u)) ? -INFINITY : v;
-  }
-};
-
-// The processors (sampling_pack.h's edits) in the CPU op's order, written into the row; the raw
-// values are kept in `saved` for restore_edits.
-__device__ void apply_edits(const KernelArgs& a, const SampleRowParams& q, float* row) {
-  for (int e = threadIdx.x; e < q.edit_count; e += kSampleThreads) {
-    const SampleEdit ed = a.edits[q.edit_begin + e];
-    const float raw = row[ed.id];
-    a.saved[q.edit_begin + e] = raw;
-    row[ed.id] = edited_logit(raw, ed, a.biases, q);
-  }
-}
-
-__device__ void restore_edits(const KernelArgs& a, const SampleRowParams& q, float* row) {
-  for (int e = threadIdx.x; e < q.edit_count; e += kSampleThreads) row[a.edits[q.edit_begin + e].id] = a.saved[q.edit_begin + e];
-}
-
-// The token drawn at rank-order mass `target` among `member`'s tokens (member(i, key, mass) with
-// mass = fixed_mass(exp(s - max_scaled)) and key = order_key(s)): the key by radix descent, then
-// among the tokens tied on it (equal weights) the right one in id order.
-template <class Member>
-__device__ int rank_pick(int n, Member member, u64 target, float max_scaled, double scale, Shared& sh) {
-  const Descent d = radix_descend(n, member, target, sh);
-  const u64 w = rules::fixed_mass(rules::exp_f32(rules::key_float(d.key) - max_scaled), scale);
-  if (w == 0) return -1;
-  const u64 j = (target - d.above) / w;
-  const Found f = id_order_search(
-      n,
-      [&](int i) -> u64 {
-        uint32_t key;
-        u64 m;
-        return member(i, key, m) && m != 0 && key == d.key ? 1ull : 0ull;
-      },
-      j, sh);
-  return f.index;
-}
-
-// The mass of the rank-order prefix top-p keeps among `member`'s tokens of total mass `total`,
-// the mass `base` ranked above them all already counted (the CPU's append_nucleus).
-template <class Member>
-__device__ u64 nucleus_mass(int n, Member member, u64 base, u64 thr, float max_scaled, double scale, Shared& sh) {
-  const Descent d = radix_descend(n, member, thr - base, sh);
-  const u64 w = rules::fixed_mass(rules::exp_f32(rules::key_float(d.key) - max_scaled), scale);
-  if (w == 0) return base + d.above;
-  const u64 j = (thr - base - d.above) / w;
-  return base + d.above + (j + 1) * w;
-}
-
-// What every random path knows about its row once its maximum is finite.
-struct RandomRow {
-  int n;
-  float t;
-  float max_scaled;
-  rules::MinP min_p;
-  double scale;
-  double uniform;
-  double top_p;
-};
-
-// Top-k (then top-p): the CPU's kept set, walked in rank order.
-__device__ int select_top_k(const RandomRow& r, int top_k, const MaskedRow& p, Shared& sh) {
-  const int n = r.n;
-  const float t = r.t;
-  // The k-th largest raw logit, min_p's drops counting as -inf.
-  const Descent kth = radix_descend(
-      n,
-      [&](int i, uint32_t& key, u64& mass) {
-        float x = p(i);
-        if (r.min_p.on && !r.min_p.keeps(x / t)) x = -INFINITY;
-        key = rules::order_key(x);
-        mass = 1;
-        return true;
-      },
-      static_cast<u64>(top_k - 1), sh);
-  const float kth_raw = rules::key_float(kth.key);
-  const float band_low = rules::top_k_band_low(kth_raw);
-  const float kth_scaled = kth_raw / t;
-  auto member = [&](int i, uint32_t& key, u64& mass) {
-    const float x = p(i);
-    if (!rules::top_k_keeps(x, t, band_low, kth_scaled, r.min_p)) return false;
-    const float s = x / t;
-    key = rules::order_key(s);
-    mass = rules::fixed_mass(rules::exp_f32(s - r.max_scaled), r.scale);
-    return true;
-  };
-  u64 local = 0;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
-    uint32_t key;
-    u64 mass;
-    if (member(i, key, mass)) local += mass;
-  }
-  u64 kept = block_sum(local, sh);
-  if (r.top_p < 1.0) kept = nucleus_mass(n, member, 0, rules::top_p_threshold(r.top_p, kept), r.max_scaled, r.scale, sh);
-  return rank_pick(n, member, rules::draw_target(r.uniform, kept), r.max_scaled, r.scale, sh);
-}
-
-// A candidate's mass when its bucket is in [lo, hi] (0 otherwise, or when min_p drops it or its
-// weight is 0: not a CPU candidate), with its scaled logit and bucket. exp() is the costly part
-// (through double), so it is left for last.
-__device__ __forceinline__ u64 candidate_mass(const RandomRow& r, const MaskedRow& p, int i, int lo, int hi, float& s,
-                                              int& bucket) {
-  s = p(i) / r.t;
-  bucket = rules::bucket_of(s, r.max_scaled);
-  if (s == -INFINITY || bucket < lo || bucket > hi || !r.min_p.keeps(s)) return 0;
-  const float w = rules::exp_f32(s - r.max_scaled);
-  return w > 0.0f ? rules::fixed_mass(w, r.scale) : 0;
-}
-
-// Top-p alone, through the CPU's buckets: the buckets above the cut walked in id order, the cut
-// bucket in rank order.
-__device__ int select_top_p(const RandomRow& r, const MaskedRow& p, Shared& sh) {
-  const int n = r.n;
-  for (int b = threadIdx.x; b < rules::kNumBuckets; b += kSampleThreads) sh.bucket[b] = 0;
-  __syncthreads();
-  u64 local = 0;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
-    float s;
-    int bucket;
-    const u64 w = candidate_mass(r, p, i, 0, rules::kNumBuckets - 1, s, bucket);
-    if (w == 0) continue;
-    local += w;
-    atomicAdd(&sh.bucket[bucket], w);
-  }
-  const u64 total = block_sum(local, sh);
-  const u64 thr = rules::top_p_threshold(r.top_p, total);
-  const Found cut = id_order_search(rules::kNumBuckets, [&](int b) { return sh.bucket[b]; }, thr, sh);
-  const int cut_bucket = cut.index < 0 ? rules::kNumBuckets - 1 : cut.index;
-  const u64 above = cut.before;
-  auto in_cut = [&](int i, uint32_t& key, u64& mass) {
-    float s;
-    int bucket;
-    mass = candidate_mass(r, p, i, cut_bucket, cut_bucket, s, bucket);
-    if (mass == 0) return false;
-    key = rules::order_key(s);
-    return true;
-  };
-  const u64 kept = nucleus_mass(n, in_cut, above, thr, r.max_scaled, r.scale, sh);
-  const u64 target = rules::draw_target(r.uniform, kept);
-  if (target >= above) return rank_pick(n, in_cut, target - above, r.max_scaled, r.scale, sh);
-  return id_order_search(
-             n,
-             [&](int i) -> u64 {
-               float s;
-               int bucket;
-               return candidate_mass(r, p, i, 0, cut_bucket - 1, s, bucket);
-             },
-             target, sh)
-      .index;
-}
-
-// Neither top-k nor top-p: every candidate, walked in id order.
-__device__ int select_plain(const RandomRow& r, const MaskedRow& p, Shared& sh) {
-  auto mass = [&](int i) -> u64 {
-    float s;
-    int bucket;
-    return candidate_mass(r, p, i, 0, rules::kNumBuckets - 1, s, bucket);
-  };
-  u64 local = 0;
-  for (int i = threadIdx.x; i < r.n; i += kSampleThreads) local += mass(i);
-  const u64 total = block_sum(local, sh);
-  return id_order_search(r.n, mass, rules::draw_target(r.uniform, total), sh).index;
-}
-
-// Which kernel instantiation samples a row: each keeps its code small (one path per kernel keeps
-// ptxas within registers).
-enum SelectPath : int { kPathGreedyOrPlain = 0, kPathTopK = 1, kPathTopP = 2 };
-
-__device__ __forceinline__ int path_of(const SampleRowParams& q) {
-  if (q.mode == kSampleGreedy) return kPathGreedyOrPlain;
-  if (q.top_k > 0) return kPathTopK;
-  return q.top_p < 1.0 ? kPathTopP : kPathGreedyOrPlain;
-}
-
-template <int Path>
-__device__ int select_token(const KernelArgs& a, const SampleRowParams& q, const MaskedRow& p, Shared& sh) {
-  const int n = a.valid;
-  if (Path == kPathGreedyOrPlain && q.mode == kSampleGreedy) return block_argmax_first(n, p, sh);
-  float m = -INFINITY;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
-    const float x = p(i);
-    m = x > m ? x : m;
-  }
-  const float max_raw = block_max(m, sh);
-  // Degenerate row (every token -inf, or a +inf): the first maximum, as the CPU op.
-  if (!isfinite(max_raw)) return block_argmax_first(n, p, sh);
-  const float max_scaled = max_raw / q.temperature;
-  const RandomRow r{n, q.temperature, max_scaled, rules::MinP{q.min_p > 0.0f, q.min_p, q.log_min_p, max_scaled},
-                    a.fixed_scale, q.uniform, q.top_p};
-  int token;
-  if constexpr (Path == kPathTopK)
-    token = select_top_k(r, q.top_k, p, sh);
-  else if constexpr (Path == kPathTopP)
-    token = select_top_p(r, p, sh);
-  else
-    token = select_plain(r, p, sh);
-  // Not reachable with a finite maximum (its token always holds mass); the first maximum then.
-  if (token < 0) token = block_argmax_first(n, p, sh);
-  return token;
-}
-
-// Raw logprobs of the grammar-masked row (cpu/sampling_logprobs.cpp): log-sum-exp with float terms
-// summed in double, the token's logprob and rank, then the top-N or the named ids.
-__device__ void logprobs(const KernelArgs& a, const SampleRowParams& q, const float* row, int token, Shared& sh) {
-  const int n = a.valid;
-  const MaskedRow p{row, q.logprob_mask >= 0 ? a.masks + q.logprob_mask : nullptr};
-  float m = -INFINITY;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
-    const float x = p(i);
-    m = x > m ? x : m;
-  }
-  const float max = block_max(m, sh);
-  double lse = static_cast<double>(max);
-  if (isfinite(max)) {
-    double sum = 0.0;
-    for (int i = threadIdx.x; i < n; i += kSampleThreads) {
-      const float x = p(i);
-      if (x != -INFINITY) sum += static_cast<double>(rules::exp_f32(x - max));  // exp(-inf) adds 0
-    }
-    lse = static_cast<double>(max) + log(block_sum(sum, sh));
-  }
-  auto logprob = [lse](float x) { return static_cast<float>(static_cast<double>(x) - lse); };
-  const float lp = logprob(p(token));
-  u64 count = 0;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) count += logprob(p(i)) >= lp ? 1 : 0;
-  const u64 rank = block_sum(count, sh);
-  if (threadIdx.x == 0) {
-    a.results[blockIdx.x].logprob = lp;
-    a.results[blockIdx.x].rank = static_cast<int64_t>(rank);
-  }
-  SampleTopEntry* out = a.tops + q.out_top;
-  if (q.logprobs == kLogprobsIds) {
-    for (int k = threadIdx.x; k < q.num_top; k += kSampleThreads) {
-      const int id = a.logprob_ids[q.ids_begin + k];
-      out[k] = SampleTopEntry{id, logprob(id < n ? p(id) : row[id])};
-    }
-    return;
-  }
-  const int want = q.num_top;
-  if (want == 0) return;
-  // The want-th largest (logit, lower id first): the want-th largest logit by radix select, every
-  // token above it, then the lowest ids among those equal to it.
-  auto by_logit = [&](int i, uint32_t& key, u64& mass) {
-    key = rules::order_key(p(i));
-    mass = 1;
-    return true;
-  };
-  const Descent d = radix_descend(n, by_logit, static_cast<u64>(want - 1), sh);
-  const int above = static_cast<int>(d.above);
-  const int per = (n + kSampleThreads - 1) / kSampleThreads;
-  const int begin = min(n, static_cast<int>(threadIdx.x) * per), end = min(n, begin + per);
-  u64 above_here = 0, ties_here = 0;
-  for (int i = begin; i < end; ++i) {
-    const uint32_t key = rules::order_key(p(i));
-    above_here += key > d.key ? 1 : 0;
-    ties_here += key == d.key ? 1 : 0;
-  }
-  // Both counts scanned in one pass: above in the high 32 bits, ties in the low (each < 2^31).
-  u64 slot;
-  ScanU(sh.temp.scan).ExclusiveSum((above_here << 32) | ties_here, slot);
-  int next_above = static_cast<int>(slot >> 32), next_tie = static_cast<int>(slot & 0xffffffffull);
-  // Entries go straight to their place: a token's position is the number of chosen entries that
-  // rank before it, counted once all are known; first gather them unsorted at out[0..want).
-  for (int i = begin; i < end; ++i) {
-    const float x = p(i);
-    const uint32_t key = rules::order_key(x);
-    if (key > d.key) {
-      out[next_above++] = SampleTopEntry{i, x};
-    } else if (key == d.key) {
-      if (above + next_tie < want) out[above + next_tie] = SampleTopEntry{i, x};
-      ++next_tie;
-    }
-  }
-  __syncthreads();
-  // Rank each gathered entry among the others (higher logit first, lower id among equals); keep
-  // the logit per thread, then write the sorted order back with the logprobs.
-  constexpr int kPerThread = (kMaxDeviceTop + kSampleThreads - 1) / kSampleThreads;
-  SampleTopEntry mine[kPerThread];
-  int pos[kPerThread];
-#pragma unroll
-  for (int r = 0; r < kPerThread; ++r) {
-    const int k = static_cast<int>(threadIdx.x) + r * kSampleThreads;
-    pos[r] = -1;
-    if (k >= want) continue;
-    mine[r] = out[k];
-    int before = 0;
-    for (int o = 0; o < want; ++o) {
-      const SampleTopEntry e = out[o];
-      before += (e.logprob > mine[r].logprob || (e.logprob == mine[r].logprob && e.token < mine[r].token)) ? 1 : 0;
-    }
-    pos[r] = before;
-  }
-  __syncthreads();
-#pragma unroll
-  for (int r = 0; r < kPerThread; ++r)
-    if (pos[r] >= 0) out[pos[r]] = SampleTopEntry{mine[r].token, logprob(mine[r].logprob)};
-}
-
-// The token of each row on its path: edits in, selection, edits out.
+// The token of each row on its path (sampling_select.cuh select_row).
 template <int Path>
 __global__ void __launch_bounds__(kSampleThreads, 1) select_kernel(KernelArgs a) {
   __shared__ Shared sh;
-  const SampleRowParams q = a.rows[blockIdx.x];
-  if (path_of(q) != Path) return;
-  float* row = a.logits + q.logits_offset;
-  apply_edits(a, q, row);
-  __syncthreads();
-  const MaskedRow processed{row, q.sample_mask >= 0 ? a.masks + q.sample_mask : nullptr};
-  const int token = select_token<Path>(a, q, processed, sh);
-  __syncthreads();
-  restore_edits(a, q, row);
-  if (threadIdx.x == 0) a.results[blockIdx.x] = SampleRowResult{token, 0.0f, 0};
+  select_row<Path>(a, sh);
 }
 
-// The logprobs of the rows that ask for them on the device, after select_kernel (same stream).
+// The logprobs of the rows that ask for them on the device, after the select kernels (same stream).
 __global__ void __launch_bounds__(kSampleThreads, 1) logprobs_kernel(KernelArgs a) {
   __shared__ Shared sh;
-  const SampleRowParams q = a.rows[blockIdx.x];
-  if (q.logprobs != kLogprobsTop && q.logprobs != kLogprobsIds) return;
-  logprobs(a, q, a.logits + q.logits_offset, a.results[blockIdx.x].token, sh);
+  logprobs_row(a, sh);
 }
 
 // Per host thread: the packed call and the downloaded results, reused across calls.
@@ -449,14 +110,7 @@ void sample(CudaContext& ctx, const TensorView& logits, std::span<const SampleRo
   const auto* tops = reinterpret_cast<const SampleTopEntry*>(hb.results.data() + result_bytes);
   unpack_sampling(p, rows, std::span<const SampleRowResult>(res, rows.size()),
                   std::span<const SampleTopEntry>(tops, static_cast<std::size_t>(p.top_entries)), out);
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    if (p.rows[r].logprobs != kLogprobsHost) continue;
-    std::vector<float>& host = hb.host_rows[r];
-    if (!rows[r].token_bitmask.empty()) cpu::apply_token_bitmask(host, rows[r].token_bitmask);
-    const int32_t token = out[r].token;
-    out[r] = host_token_logprobs(host, token, rows[r].options->top_entries(config.valid_vocab_size), rows[r].top);
-    out[r].token = token;
-  }
+  finish_host_logprobs(p, rows, hb.host_rows, config, out);
 }
 
 }  // namespace fp4serve::kernels::cuda

@@ -240,4 +240,16 @@ void unpack_sampling(const PackedSampling& p, std::span<const SampleRow> rows, s
   }
 }
 
+void finish_host_logprobs(const PackedSampling& p, std::span<const SampleRow> rows, std::span<std::vector<float>> host_rows,
+                          const SamplingConfig& config, std::span<SampleResult> out) {
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (p.rows[r].logprobs != kLogprobsHost) continue;
+    std::vector<float>& host = host_rows[r];
+    if (!rows[r].token_bitmask.empty()) cpu::apply_token_bitmask(host, rows[r].token_bitmask);
+    const int32_t token = out[r].token;
+    out[r] = host_token_logprobs(host, token, rows[r].options->top_entries(config.valid_vocab_size), rows[r].top);
+    out[r].token = token;
+  }
+}
+
 }  // namespace fp4serve::kernels::cuda

@@ -114,4 +114,11 @@ void unpack_sampling(const PackedSampling& packed, std::span<const SampleRow> ro
                      std::span<const SampleRowResult> results, std::span<const SampleTopEntry> tops,
                      std::span<SampleResult> out);
 
+// The logprobs of the kLogprobsHost rows from their downloaded raw rows (host_rows[r]: the valid
+// vocabulary of row r, as the kernels left it: unedited), as the CPU op computes them: the grammar
+// mask applied here, then host_token_logprobs. Keeps out[r].token.
+void finish_host_logprobs(const PackedSampling& packed, std::span<const SampleRow> rows,
+                          std::span<std::vector<float>> host_rows, const SamplingConfig& config,
+                          std::span<SampleResult> out);
+
 }  // namespace fp4serve::kernels::cuda
