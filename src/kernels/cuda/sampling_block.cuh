@@ -21,6 +21,8 @@
 namespace fp4serve::kernels::cuda::sampling_block {
 
 inline constexpr int kSampleThreads = 512;
+// A top-k row whose kept set has at most this many tokens is finished in shared memory.
+inline constexpr int kCompactCandidates = 512;
 using u64 = unsigned long long;
 
 struct ArgMax {
@@ -52,7 +54,16 @@ struct Shared {
     typename ScanU::TempStorage scan;
   } temp;
   u64 hist[256];
-  u64 bucket[sampling_rules::kNumBuckets];
+  union {
+    u64 bucket[sampling_rules::kNumBuckets];  // top-p alone
+    struct {
+      uint32_t key[kCompactCandidates];  // gathered unordered
+      int id[kCompactCandidates];
+      int sorted_id[kCompactCandidates];  // in rank order
+      u64 mass[kCompactCandidates];
+    } compact;  // top-k with a small kept set
+  };
+  int compact_count;
   float bcast_f;
   double bcast_d;
   u64 bcast_u;

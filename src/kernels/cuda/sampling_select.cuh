@@ -105,6 +105,62 @@ struct RandomRow {
   double top_p;
 };
 
+// Top-k's kept set of `count` <= kCompactCandidates tokens, finished in shared memory: gathered,
+// placed in rank order (scaled logit descending, lower id first: each token counts those ranked
+// before it), then top-p and the draw walk the masses in that order. The same integer masses and
+// order as the radix path, so the same token.
+__device__ inline int select_top_k_compact(const RandomRow& r, int count, float band_low, float kth_scaled,
+                                           const MaskedRow& p, Shared& sh) {
+  if (threadIdx.x == 0) sh.compact_count = 0;
+  __syncthreads();
+  for (int i = threadIdx.x; i < r.n; i += kSampleThreads) {
+    const float x = p(i);
+    if (!rules::top_k_keeps(x, r.t, band_low, kth_scaled, r.min_p)) continue;
+    const int slot = atomicAdd(&sh.compact_count, 1);
+    sh.compact.key[slot] = rules::order_key(x / r.t);
+    sh.compact.id[slot] = i;
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < count; c += kSampleThreads) {
+    const uint32_t key = sh.compact.key[c];
+    const int id = sh.compact.id[c];
+    int pos = 0;
+    for (int o = 0; o < count; ++o)
+      pos += (sh.compact.key[o] > key || (sh.compact.key[o] == key && sh.compact.id[o] < id)) ? 1 : 0;
+    sh.compact.sorted_id[pos] = id;
+    sh.compact.mass[pos] = rules::fixed_mass(rules::exp_f32(rules::key_float(key) - r.max_scaled), r.scale);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    u64 kept = 0;
+    for (int c = 0; c < count; ++c) kept += sh.compact.mass[c];
+    if (r.top_p < 1.0) {
+      const u64 thr = rules::top_p_threshold(r.top_p, kept);
+      u64 cum = 0;
+      for (int c = 0; c < count; ++c) {
+        cum += sh.compact.mass[c];
+        if (cum > thr) break;
+      }
+      kept = cum;
+    }
+    const u64 target = rules::draw_target(r.uniform, kept);
+    int token = -1;
+    u64 cum = 0;
+    for (int c = 0; c < count; ++c) {
+      cum += sh.compact.mass[c];
+      if (cum > target) {
+        token = sh.compact.sorted_id[c];
+        break;
+      }
+    }
+    sh.bcast_i = token;
+  }
+  __syncthreads();
+  const int token = sh.bcast_i;
+  __syncthreads();
+  return token;
+}
+
 // Top-k (then top-p): the CPU's kept set, walked in rank order.
 __device__ inline int select_top_k(const RandomRow& r, int top_k, const MaskedRow& p, Shared& sh) {
   const int n = r.n;
@@ -123,6 +179,12 @@ __device__ inline int select_top_k(const RandomRow& r, int top_k, const MaskedRo
   const float kth_raw = rules::key_float(kth.key);
   const float band_low = rules::top_k_band_low(kth_raw);
   const float kth_scaled = kth_raw / t;
+  u64 local_count = 0;
+  for (int i = threadIdx.x; i < n; i += kSampleThreads)
+    local_count += rules::top_k_keeps(p(i), t, band_low, kth_scaled, r.min_p) ? 1 : 0;
+  const u64 count = block_sum(local_count, sh);
+  if (count <= static_cast<u64>(kCompactCandidates))
+    return select_top_k_compact(r, static_cast<int>(count), band_low, kth_scaled, p, sh);
   auto member = [&](int i, uint32_t& key, u64& mass) {
     const float x = p(i);
     if (!rules::top_k_keeps(x, t, band_low, kth_scaled, r.min_p)) return false;

@@ -118,6 +118,7 @@ inline int __ffs(int x) { return x == 0 ? 0 : std::countr_zero(static_cast<unsig
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   return std::atomic_ref<unsigned long long>(*p).fetch_add(v);
 }
+inline int atomicAdd(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }
 inline int min(int a, int b) { return a < b ? a : b; }
 using std::isfinite;
 

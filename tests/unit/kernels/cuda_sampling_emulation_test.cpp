@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -64,16 +65,23 @@ struct Row {
 
 // Runs `rows` (logits `vocab` long, `valid` of them tokens) on the CPU op and the emulated CUDA op
 // and compares everything the contract fixes.
-// grid > 0: logits rounded to multiples of it (many exact ties).
-void expect_same_as_cpu(const std::vector<Row>& batch, int64_t vocab, int64_t valid, uint32_t seed, float scale,
-                        float grid = 0.0f) {
+// Gaussian logits; grid > 0: rounded to multiples of it (many exact ties).
+std::function<std::vector<float>(std::size_t)> gaussian(int64_t vocab, uint32_t seed, float scale, float grid = 0.0f) {
+  return [=](std::size_t r) {
+    std::vector<float> row = testing::random_logits(static_cast<std::size_t>(vocab), seed + static_cast<uint32_t>(r), scale);
+    if (grid > 0.0f)
+      for (float& x : row) x = std::round(x / grid) * grid;
+    return row;
+  };
+}
+
+void expect_same_as_cpu(const std::vector<Row>& batch, int64_t vocab, int64_t valid,
+                        const std::function<std::vector<float>(std::size_t)>& make_row) {
   const std::size_t n = batch.size();
   const int64_t stride = vocab + 8;
   std::vector<float> logits(n * static_cast<std::size_t>(stride), -3.0f);
   for (std::size_t r = 0; r < n; ++r) {
-    std::vector<float> row = testing::random_logits(static_cast<std::size_t>(vocab), seed + static_cast<uint32_t>(r), scale);
-    if (grid > 0.0f)
-      for (float& x : row) x = std::round(x / grid) * grid;
+    const std::vector<float> row = make_row(r);
     std::copy(row.begin(), row.end(), logits.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(stride)));
   }
   const std::vector<float> before = logits;
@@ -157,7 +165,7 @@ TEST(CudaSamplingEmulation, EveryKindOfRowAsTheCpuOp) {
   b[7].options.logprobs = 4;
   b[8].options.seed = 8, b[8].options.top_k = 1;  // top-k 1: the max alone
   b[9].options.min_p = 0.2;  // unseeded plain with min_p
-  expect_same_as_cpu(b, vocab, valid, 10, 0.5f);
+  expect_same_as_cpu(b, vocab, valid, gaussian(vocab, 10, 0.5f));
 }
 
 TEST(CudaSamplingEmulation, TiesMasksAndALongTopNAsTheCpuOp) {
@@ -172,7 +180,31 @@ TEST(CudaSamplingEmulation, TiesMasksAndALongTopNAsTheCpuOp) {
   b[4].options.temperature = 0.0, b[4].options.logprobs = 7;
   b[4].bitmask = grammar_words(vocab, 77);
   b[5].options.seed = 6, b[5].options.top_p = 0.6, b[5].options.temperature = 0.8;
-  expect_same_as_cpu(b, vocab, valid, 200, 3.0f, 0.25f);
+  expect_same_as_cpu(b, vocab, valid, gaussian(vocab, 200, 3.0f, 0.25f));
+}
+
+TEST(CudaSamplingEmulation, TiedTokensAreDrawnInTheCpuOpsOrder) {
+  // 30 tokens tied at the top and 20 just below, spread over the row: which of the tied tokens a
+  // uniform picks depends on the walk's order (rank, then id; or id order for the plain draw).
+  constexpr int64_t vocab = 700, valid = 690;
+  std::vector<Row> b;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    for (int kind = 0; kind < 4; ++kind) {
+      Row row;
+      row.options.seed = seed * 31 + static_cast<uint64_t>(kind);
+      if (kind == 0) row.options.top_k = 40;                               // shared-memory top-k
+      if (kind == 1) row.options.top_k = 600;                              // radix top-k
+      if (kind == 2) row.options.top_p = 0.7;                              // buckets, ties in the cut
+      if (kind == 3) row.options.min_p = 0.5, row.options.logprobs = 35;  // plain, id order
+      b.push_back(row);
+    }
+  }
+  expect_same_as_cpu(b, vocab, valid, [](std::size_t r) {
+    std::vector<float> row(static_cast<std::size_t>(vocab), -5.0f);
+    for (std::size_t j = 0; j < 30; ++j) row[(j * 23 + r) % valid] = 2.0f;
+    for (std::size_t j = 0; j < 20; ++j) row[(j * 29 + 7 + r) % valid] = 1.5f;
+    return row;
+  });
 }
 
 }  // namespace
