@@ -85,6 +85,14 @@ CUDA_FLAG=-DFP4SERVE_CUDA=OFF
 if [ -x /usr/local/cuda/bin/nvcc ] && [ "${FP4SERVE_NO_CUDA:-0}" != 1 ]; then
   CUDA_FLAG=-DFP4SERVE_CUDA=ON
 fi
+# The CUDA build's resource check (CI's "cuda-build" test, scripts/cuda_resource_check.py) reads the
+# kernels with cuobjdump, which this toolkit install lacks: PyPI's nvidia-cuda-cuobjdump has it (a newer
+# cuobjdump reads this toolkit's fatbinaries).
+CUOBJDUMP_PIP=.cache/tools/cuobjdump/nvidia/cu13/bin/cuobjdump
+if [ "$CUDA_FLAG" = -DFP4SERVE_CUDA=ON ] && [ ! -x /usr/local/cuda/bin/cuobjdump ] && [ ! -x "$CUOBJDUMP_PIP" ]; then
+  log "installing cuobjdump (PyPI nvidia-cuda-cuobjdump) into .cache/tools/cuobjdump"
+  "$PY" -m pip install -q --no-deps --target .cache/tools/cuobjdump nvidia-cuda-cuobjdump==13.2.51
+fi
 # Through ccache when present: the sanitizer builds (scripts/sanitize.sh) then reuse the objects of
 # the modules they leave uninstrumented.
 LAUNCHER=()

@@ -28,7 +28,7 @@ struct CudaError : std::runtime_error {
   cudaError_t code;
 };
 
-// "bf16 [7, 2048]" (strided rows marked "rows strided").
+// "BF16 [7, 2048]" (strided rows marked "rows strided").
 inline std::string describe_view(const TensorView& v) {
   std::string s = std::string(dtype_name(v.dtype)) + " [";
   for (int i = 0; i < v.rank; ++i) s += (i ? ", " : "") + std::to_string(v.shape[static_cast<size_t>(i)]);

@@ -168,6 +168,29 @@ TEST(BackendOpsLayout, ToBf16) {
                  }});
 }
 
+TEST(BackendOpsLayout, LayerNorm) {
+  check_layouts({"layernorm", [](Backend& b, bool s) {
+                   const int64_t R = 4, D = 72;
+                   const auto w = random_bf16_values(D, 21, 0.5f), bias = random_bf16_values(D, 22, 0.1f);
+                   Placed x = place(b, DType::kBF16, R, D, random_bf16_bytes(R * D, 23), s);
+                   Placed out = place(b, DType::kBF16, R, D, std::vector<uint8_t>(R * D * 2), s);
+                   b.layernorm(x.view, prepared(b, DType::kF32, {D}, w.data()), prepared(b, DType::kF32, {D}, bias.data()),
+                               1e-6f, out.view);
+                   return std::vector<Output>{read(b, out, "out")};
+                 }});
+}
+
+TEST(BackendOpsLayout, BiasActivation) {
+  check_layouts({"bias_activation", [](Backend& b, bool s) {
+                   const int64_t R = 3, N = 40;
+                   const auto bias = random_bf16_values(N, 24, 0.5f);
+                   Placed x = place(b, DType::kF32, R, N, bytes_of(random_f32(R * N, 25, 2.0f)), s);
+                   Placed out = place(b, DType::kBF16, R, N, std::vector<uint8_t>(R * N * 2), s);
+                   b.bias_activation(x.view, prepared(b, DType::kF32, {N}, bias.data()), Activation::kGeluErf, out.view);
+                   return std::vector<Output>{read(b, out, "out")};
+                 }});
+}
+
 TEST(BackendOpsLayout, GdnGating) {
   check_layouts({"gdn_gating", [](Backend& b, bool s) {
                    const int64_t T = 3, Hv = 8;

@@ -51,6 +51,16 @@ TEST(BackendOps, LinearsEveryFormat) {
       }
 }
 
+// The model's K (hidden 2048: 16 K steps of the CUDA kernel, all of a block's warps busy) with M on
+// each side of the GPU's 16-row mma tile and over several tiles; N off the 16-column block.
+TEST(BackendOps, LinearsModelK) {
+  Harness h;
+  for (Kind f : kFormats)
+    for (int64_t M : {1, 8, 64, 256})
+      h.check({"linears", cat(kind_name(f), " M=", M, " N=24 K=2048"), OpClass::kMatmul, kNmseMatmul,
+               [=](Backend& b, uint32_t seed) { return std::vector<Output>{run_linear(b, f, M, 24, 2048, seed, seed + 7)}; }});
+}
+
 // Three weights of different formats sharing one input (like q/k/v), written into column ranges of
 // one wider output (row-strided output views): each part equals that linear alone, and nothing
 // outside the ranges is written.
@@ -123,6 +133,33 @@ TEST(BackendOps, LinearsBatchInvariance) {
         const Output got = download(b, y.view, "y");
         if (!same_bytes(batch, static_cast<std::size_t>(m0 * N * 4), got, 0, got.bytes.size(),
                         cat(what, ": rows ", m0, "..", m0 + mm - 1, " alone vs in a batch of ", M)))
+          return;
+      }
+    }
+}
+
+// The same at the model's K in a batch of 64 (four of the GPU's 16-row tiles): rows alone, and a
+// sub-batch that starts inside a tile, are the batch's rows bit for bit.
+TEST(BackendOps, LinearsBatchInvarianceModelK) {
+  Harness h;
+  const int64_t M = 64, N = 24, K = 2048;
+  for (Harness::Column& col : h.columns())
+    for (Kind f : kFormats) {
+      Backend& b = *col.backend;
+      const Output batch = run_linear(b, f, M, N, K, 600, 601);
+      RandomWeight w = make_random_weight(f, N, K, 600);
+      const LinearHandle lh = b.prepare_linear(w.view);
+      const auto x = to_bf16(random_f32(M * K, 601));
+      for (auto [m0, mm] : {std::pair<int64_t, int64_t>{0, 1}, {17, 1}, {63, 1}, {9, 40}}) {
+        const std::vector<uint16_t> part(x.begin() + m0 * K, x.begin() + (m0 + mm) * K);
+        DeviceTensor xd = upload(b, DType::kBF16, {mm, K}, part, "x rows");
+        DeviceTensor y = alloc(b, DType::kF32, {mm, N}, "y");
+        const LinearOut o{lh, y.view};
+        b.linears(xd.view, {&o, 1});
+        const Output got = download(b, y.view, "y");
+        if (!same_bytes(batch, static_cast<std::size_t>(m0 * N * 4), got, 0, got.bytes.size(),
+                        cat(col.spec.name, " ", kind_name(f), " K=", K, ": rows ", m0, "..", m0 + mm - 1,
+                            " alone vs in a batch of ", M)))
           return;
       }
     }
