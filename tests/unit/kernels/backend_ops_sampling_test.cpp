@@ -84,5 +84,48 @@ TEST(BackendOps, SampleAtTheModelsVocabulary) {
   }
 }
 
+// A bad call is refused with std::invalid_argument on every backend before anything is touched:
+// the engine counter keeps its value and the logits their bytes.
+TEST(BackendOps, SampleRefusesBadCallsOnEveryBackend) {
+  Harness h;
+  for (Harness::Column& col : h.columns()) {
+    SCOPED_TRACE(col.spec.name);
+    Backend& b = *col.backend;
+    constexpr int64_t V = 64;
+    const std::vector<float> host = random_f32(2 * V, 3, 2.0f);
+    DeviceTensor l = upload(b, DType::kF32, {2, V}, host, "logits");
+    SamplingOptions unseeded, named;
+    named.seed = 1;
+    named.logprob_token_ids = {3, static_cast<int32_t>(V)};  // past the row
+    std::vector<TokenLogprob> top(2);
+    std::vector<SampleRow> rows{{&unseeded, {}, {}, {}}, {&named, {}, {}, top}};
+    std::vector<SampleResult> out(2);
+    uint64_t draws = 9;
+    SamplingConfig cfg;
+    cfg.vocab_size = V, cfg.valid_vocab_size = V - 4, cfg.seed = 1, cfg.engine_draws = &draws;
+    EXPECT_THROW(b.sample(l.view, rows, cfg, out), std::invalid_argument);  // logprob id outside the row
+    named.logprob_token_ids = {3};
+    SamplingConfig bad_vocab = cfg;
+    bad_vocab.valid_vocab_size = V + 1;
+    EXPECT_THROW(b.sample(l.view, rows, bad_vocab, out), std::invalid_argument);
+    SamplingConfig no_counter = cfg;
+    no_counter.engine_draws = nullptr;
+    EXPECT_THROW(b.sample(l.view, rows, no_counter, out), std::invalid_argument);
+    SamplingConfig wrong_row = cfg;
+    wrong_row.vocab_size = V + 32, wrong_row.valid_vocab_size = V;
+    EXPECT_THROW(b.sample(l.view, rows, wrong_row, out), std::invalid_argument);  // logits are [2, V]
+    std::vector<SampleResult> one(1);
+    EXPECT_THROW(b.sample(l.view, rows, cfg, one), std::invalid_argument);
+    EXPECT_EQ(draws, 9u);
+    for (const SampleResult& x : out) EXPECT_EQ(x.token, -1);
+    const Output after = download(b, l.view, "logits");
+    EXPECT_EQ(std::memcmp(after.bytes.data(), host.data(), host.size() * sizeof(float)), 0);
+    b.sample(l.view, rows, cfg, out);  // the same call, made good
+    EXPECT_EQ(draws, 10u);
+    EXPECT_LT(out[0].token, V - 4);
+    EXPECT_EQ(out[1].num_top, 1);
+  }
+}
+
 }  // namespace
 }  // namespace fp4serve::kernels::test::ops
