@@ -200,18 +200,36 @@ __device__ Descent radix_descend(int n, Member member, u64 thr, Shared& sh) {
       if (member(i, key, m) && m != 0 && (key & prefix_mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], m);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      u64 a = above;
-      int sel = 0;
-      for (int b = 255; b >= 0; --b) {
-        if (a + sh.hist[b] > thr) {
-          sel = b;
-          break;
-        }
-        a += sh.hist[b];
+    if (threadIdx.x < 32) {
+      // Warp 0 picks the bin: lane l holds bins 255 - 8l .. 248 - 8l (lane 0 the highest), a warp
+      // scan of the lanes' masses finds the lane where the mass from the top first exceeds thr,
+      // and that lane walks its 8 bins. No such bin (not reachable: thr < the members' mass): the
+      // last lane walks to bin 0, as a walk over all 256 would.
+      const int lane = static_cast<int>(threadIdx.x);
+      u64 lane_mass = 0;
+      for (int j = 0; j < 8; ++j) lane_mass += sh.hist[255 - 8 * lane - j];
+      u64 inclusive = lane_mass;
+#pragma unroll
+      for (int offset = 1; offset < 32; offset <<= 1) {
+        const u64 y = __shfl_up_sync(0xffffffffu, inclusive, offset);
+        if (lane >= offset) inclusive += y;
       }
-      sh.sel = sel;
-      sh.sel_above = a;
+      const unsigned hit = __ballot_sync(0xffffffffu, above + inclusive > thr);
+      const int first = hit != 0 ? __ffs(static_cast<int>(hit)) - 1 : 31;
+      if (lane == first) {
+        u64 a = above + inclusive - lane_mass;
+        int sel = 0;
+        for (int j = 0; j < 8; ++j) {
+          const int b = 255 - 8 * lane - j;
+          if (a + sh.hist[b] > thr) {
+            sel = b;
+            break;
+          }
+          a += sh.hist[b];
+        }
+        sh.sel = sel;
+        sh.sel_above = a;
+      }
     }
     __syncthreads();
     prefix |= static_cast<uint32_t>(sh.sel) << shift;
