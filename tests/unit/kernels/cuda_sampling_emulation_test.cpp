@@ -3,6 +3,11 @@
 // (sampling_pack.h), against the CPU op: the same tokens, ranks and top lists, logprobs within the
 // contract's 1e-5, the same engine counter, and the logits back unchanged. What it cannot show is
 // left to the GPU tests (BackendOps.Sample*): the hardware's memory model, launches and copies.
+// Built with -fsanitize=thread, this file also turns a missing __syncthreads into a reported data
+// race (checked by hand: clean; with the barrier after apply_edits removed, TSan reports the race):
+//   g++ -O1 -g -fsanitize=thread -std=c++20 -DFP4SERVE_HAVE_CUDA=1 -Isrc -Itests -isystem
+//   /usr/local/cuda/include tests/unit/kernels/cuda_sampling_emulation_test.cpp <kernels_tests'
+//   link line from build.ninja> (about 2 minutes to run).
 #if defined(FP4SERVE_HAVE_CUDA)
 
 #include "unit/kernels/cuda_block_emulation.h"  // first: the device code below compiles against it
