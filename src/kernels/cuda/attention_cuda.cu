@@ -1,22 +1,284 @@
-// Placeholder until the kernels land: every entry point reports that it is not implemented.
-#include "kernels/cuda/attention_cuda.h"
+// Attention on CUDA: the host half of kv_write, attention and dense_attention (argument checks as the
+// CPU twin's, the per-sequence descriptors and block tables uploaded, the plan's launches) and the
+// kv_write kernel. attention_kernels.cuh holds the attention kernels, attention_plan.h the plan.
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
+#include "kernels/cuda/attention_cuda.h"
+#include "kernels/cuda/attention_kernels.cuh"
+#include "kernels/cuda/attention_numerics.h"
+#include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/cuda_error.h"
 
 namespace fp4serve::kernels::cuda {
+namespace {
+
+using attn::Item;
+using attn::OpArgs;
+using attn::SeqArgs;
+
+// kv_write: one block per written token row.
+struct WriteRow {
+  int32_t seq;
+  int32_t t;
+};
+
+__global__ void __launch_bounds__(256) kv_write_kernel(const SeqArgs* seqs, const WriteRow* rows, int64_t row_elems) {
+  const WriteRow w = rows[blockIdx.x];
+  const SeqArgs& S = seqs[w.seq];
+  const int64_t p = S.pos0 + w.t;
+  const int64_t dst_row = S.table == nullptr
+                              ? p
+                              : static_cast<int64_t>(S.table[p / S.block_size]) * S.block_size + p % S.block_size;
+  // S.q / S.gate carry the step's k and v rows (row stride ldq / ldg); S.k / S.v the cache.
+  const uint16_t* k = S.q + w.t * S.ldq;
+  const uint16_t* v = S.gate + w.t * S.ldg;
+  const int64_t off = dst_row * S.ldk;
+  for (int64_t i = threadIdx.x; i < row_elems; i += blockDim.x) {
+    if (S.fp8) {
+      // The CPU's f32_to_e4m3(bf16 / scale): IEEE division, then round to nearest even, saturating.
+      static_cast<uint8_t*>(const_cast<void*>(S.k))[off + i] =
+          attn::f32_to_e4m3(__fdiv_rn(attn::bf16_bits_to_f32(k[i]), S.k_scale));
+      static_cast<uint8_t*>(const_cast<void*>(S.v))[off + i] =
+          attn::f32_to_e4m3(__fdiv_rn(attn::bf16_bits_to_f32(v[i]), S.v_scale));
+    } else {
+      static_cast<uint16_t*>(const_cast<void*>(S.k))[off + i] = k[i];
+      static_cast<uint16_t*>(const_cast<void*>(S.v))[off + i] = v[i];
+    }
+  }
+}
+
+// The CPU's check_view, and the positions [pos0, pos0 + rows) inside the cache.
+void check_kv(const KvView& kv, int64_t pos0, int64_t rows, const char* op) {
+  const std::string o(op);
+  if (kv.k == nullptr || kv.v == nullptr || kv.n_kv_heads <= 0 || kv.head_dim <= 0)
+    throw std::invalid_argument(o + ": kv cache view: null storage or empty head shape");
+  if (kv.block_table != nullptr && kv.block_size <= 0)
+    throw std::invalid_argument(o + ": kv cache view: paged layout needs block_size > 0");
+  if (kv.dtype == KvDtype::kFp8E4M3 && !(kv.k_scale > 0.0f && kv.v_scale > 0.0f))
+    throw std::invalid_argument(o + ": kv cache view: fp8 k_scale/v_scale must be > 0");
+  if (pos0 < 0) throw std::out_of_range(o + ": negative position");
+  const int64_t last = pos0 + rows - 1;
+  if (kv.block_table == nullptr) {
+    if (last >= kv.capacity)
+      throw std::out_of_range(o + ": kv cache: position " + std::to_string(last) + " outside capacity " +
+                              std::to_string(kv.capacity));
+  } else if (last / kv.block_size >= kv.num_table_entries) {
+    throw std::out_of_range(o + ": kv cache: position " + std::to_string(last) + " beyond the block table (" +
+                            std::to_string(kv.num_table_entries) + " blocks of " + std::to_string(kv.block_size) +
+                            ")");
+  }
+}
+
+// Appends the block-table entries positions 0 .. keys-1 use; returns their offset (or -1 contiguous).
+int64_t append_table(const KvView& kv, int64_t keys, std::vector<int32_t>& tables, const char* op) {
+  if (kv.block_table == nullptr) return -1;
+  const int64_t offset = static_cast<int64_t>(tables.size());
+  const int64_t blocks = (keys + kv.block_size - 1) / kv.block_size;
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (kv.block_table[b] < 0) throw std::invalid_argument(std::string(op) + ": negative block in the block table");
+    tables.push_back(kv.block_table[b]);
+  }
+  return offset;
+}
+
+// Device pointers into the uploaded tables.
+void resolve_tables(CudaContext& ctx, std::vector<SeqArgs>& args, const std::vector<int64_t>& offsets,
+                    const std::vector<int32_t>& tables, const char* op) {
+  const int32_t* dev = ctx.upload(std::span<const int32_t>(tables), op);
+  for (std::size_t i = 0; i < args.size(); ++i) args[i].table = offsets[i] < 0 ? nullptr : dev + offsets[i];
+}
+
+void expect_token_rows(const TensorView& v, int64_t T, int64_t H, int64_t D, const char* what) {
+  expect_view(v, DType::kBF16, {T, H, D}, what);
+  if (v.stride[1] != D || v.stride[0] < H * D)
+    throw std::invalid_argument(std::string(what) + ": heads must be contiguous within a token row");
+}
+
+void expect_rows_2d(const TensorView& v, int64_t T, int64_t N, const char* what) {
+  expect_view(v, DType::kBF16, {T, N}, what);
+  if (v.stride[0] < N) throw std::invalid_argument(std::string(what) + ": overlapping rows");
+}
+
+// Whether K/V rows can be read 4 elements at a time (attention_kernels.cuh's load_tile).
+int32_t vec4_ok(const SeqArgs& a, int64_t D) {
+  const std::uintptr_t align = a.fp8 ? 4 : 8;
+  return D % 4 == 0 && a.ldk % 4 == 0 && a.ldv % 4 == 0 && reinterpret_cast<std::uintptr_t>(a.k) % align == 0 &&
+         reinterpret_cast<std::uintptr_t>(a.v) % align == 0;
+}
+
+// Launches a plan's three steps over `args`.
+template <bool kDense>
+void launch_plan(CudaContext& ctx, const attn::Plan& plan, const std::vector<SeqArgs>& args, int D, bool eager,
+                 const char* op) {
+  OpArgs A;
+  A.seqs = ctx.upload(std::span<const SeqArgs>(args), op);
+  A.head_dim = D;
+  A.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  A.eager = eager ? 1 : 0;
+  if (plan.partials > 0) {
+    A.stats = static_cast<float2*>(ctx.scratch.take(attn::partial_stats_bytes(plan), op));
+    A.opart = static_cast<float*>(ctx.scratch.take(attn::partial_out_bytes(plan, D), op));
+    A.spart = static_cast<float*>(ctx.scratch.take(attn::partial_scores_bytes(plan), op));
+  }
+  auto launch_items = [&](const std::vector<Item>& items, bool merge) {
+    if (items.empty()) return;
+    OpArgs a = A;
+    a.items = ctx.upload(std::span<const Item>(items), op);
+    const dim3 grid(static_cast<unsigned>(items.size()));
+    if (merge) {
+      attn::attention_merge_kernel<<<grid, attn::kThreads, 0, ctx.stream>>>(a);
+    } else {
+      attn::attention_items_kernel<kDense><<<grid, attn::kThreads, 0, ctx.stream>>>(a);
+    }
+    check_launch(op, std::string(merge ? "merge" : "items") + " x" + std::to_string(items.size()));
+  };
+  launch_items(plan.first, false);
+  launch_items(plan.second, false);
+  launch_items(plan.merge, true);
+}
+
+}  // namespace
 
 void kv_write(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const TensorView& k, const TensorView& v) {
-  throw CudaError("kv_write", "not implemented yet", cudaErrorNotSupported);
+  expect_view(k, DType::kBF16, {-1, -1, -1}, "kv_write k");
+  const int64_t T = k.dim(0), Hkv = k.dim(1), D = k.dim(2);
+  expect_token_rows(k, T, Hkv, D, "kv_write k");
+  expect_token_rows(v, T, Hkv, D, "kv_write v");
+  std::vector<SeqArgs> args;
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> tables;
+  std::vector<WriteRow> rows;
+  for (const AttentionSeqDesc& s : seqs) {
+    if (s.seq.rows == 0) continue;
+    const KvView& kv = s.kv;
+    if (s.seq.rows < 0 || s.seq.row0 < 0 || s.seq.row0 + s.seq.rows > T)
+      throw std::invalid_argument("kv_write: sequence rows outside the step");
+    check_kv(kv, s.seq.pos0, s.seq.rows, "kv_write");
+    if (kv.n_kv_heads != Hkv || kv.head_dim != D)
+      throw std::invalid_argument("kv_write: the cache's heads differ from k's");
+    SeqArgs a{};
+    a.q = k.as<const uint16_t>() + s.seq.row0 * k.stride[0];
+    a.ldq = k.stride[0];
+    a.gate = v.as<const uint16_t>() + s.seq.row0 * v.stride[0];
+    a.ldg = v.stride[0];
+    a.k = kv.k;
+    a.v = kv.v;
+    a.ldk = a.ldv = Hkv * D;
+    a.block_size = kv.block_size;
+    a.pos0 = s.seq.pos0;
+    a.rows = s.seq.rows;
+    a.fp8 = kv.dtype == KvDtype::kFp8E4M3 ? 1 : 0;
+    a.k_scale = kv.k_scale;
+    a.v_scale = kv.v_scale;
+    offsets.push_back(append_table(kv, s.seq.pos0 + s.seq.rows, tables, "kv_write"));
+    for (int64_t t = 0; t < s.seq.rows; ++t)
+      rows.push_back({static_cast<int32_t>(args.size()), static_cast<int32_t>(t)});
+    args.push_back(a);
+  }
+  if (rows.empty()) return;
+  resolve_tables(ctx, args, offsets, tables, "kv_write");
+  const SeqArgs* dev_args = ctx.upload(std::span<const SeqArgs>(args), "kv_write");
+  const WriteRow* dev_rows = ctx.upload(std::span<const WriteRow>(rows), "kv_write");
+  kv_write_kernel<<<static_cast<unsigned>(rows.size()), 256, 0, ctx.stream>>>(dev_args, dev_rows, Hkv * D);
+  check_launch("kv_write", k, v);
 }
 
 void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const TensorView& q, const TensorView& gate,
                const TensorView& out, AttentionMath math) {
-  throw CudaError("attention", "not implemented yet", cudaErrorNotSupported);
+  expect_view(q, DType::kBF16, {-1, -1, -1}, "attention q");
+  const int64_t T = q.dim(0), Hq = q.dim(1), D = q.dim(2);
+  expect_token_rows(q, T, Hq, D, "attention q");
+  expect_rows_2d(gate, T, Hq * D, "attention gate");
+  expect_rows_2d(out, T, Hq * D, "attention out");
+  if (D > attn::kMaxHeadDim)
+    throw std::invalid_argument("attention: head_dim " + std::to_string(D) + " above the CUDA kernels' " +
+                                std::to_string(attn::kMaxHeadDim));
+  std::vector<SeqArgs> args;
+  std::vector<attn::PlanSeq> plan_seqs;
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> tables;
+  for (const AttentionSeqDesc& s : seqs) {
+    if (s.seq.rows == 0) continue;
+    const KvView& kv = s.kv;
+    if (s.seq.rows < 0 || s.seq.row0 < 0 || s.seq.row0 + s.seq.rows > T)
+      throw std::invalid_argument("attention: sequence rows outside the step");
+    check_kv(kv, s.seq.pos0, s.seq.rows, "attention");
+    if (Hq % kv.n_kv_heads != 0) throw std::invalid_argument("attention: Hq must be a multiple of Hkv");
+    if (kv.head_dim != D) throw std::invalid_argument("attention: the cache's head_dim differs from q's");
+    SeqArgs a{};
+    a.q = q.as<const uint16_t>() + s.seq.row0 * q.stride[0];
+    a.ldq = q.stride[0];
+    a.gate = gate.as<const uint16_t>() + s.seq.row0 * gate.stride[0];
+    a.ldg = gate.stride[0];
+    a.out = out.as<uint16_t>() + s.seq.row0 * out.stride[0];
+    a.ldo = out.stride[0];
+    a.k = kv.k;
+    a.v = kv.v;
+    a.ldk = a.ldv = static_cast<int64_t>(kv.n_kv_heads) * D;
+    a.block_size = kv.block_size;
+    a.rows = s.seq.rows;
+    a.pos0 = s.seq.pos0;
+    a.k_scale = kv.k_scale;
+    a.v_scale = kv.v_scale;
+    a.group = static_cast<int32_t>(Hq / kv.n_kv_heads);
+    a.fp8 = kv.dtype == KvDtype::kFp8E4M3 ? 1 : 0;
+    a.causal = 1;
+    a.vec4 = vec4_ok(a, D);
+    offsets.push_back(append_table(kv, s.seq.pos0 + s.seq.rows, tables, "attention"));
+    args.push_back(a);
+    plan_seqs.push_back({s.seq.rows, s.seq.pos0, kv.n_kv_heads, a.group, true});
+  }
+  if (args.empty()) return;
+  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), attn::split_budget(ctx.scratch.capacity()));
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    args[i].nchunks = plan.seqs[i].nchunks;
+    args[i].partial_base = plan.seqs[i].partial_base;
+  }
+  resolve_tables(ctx, args, offsets, tables, "attention");
+  launch_plan<false>(ctx, plan, args, static_cast<int>(D), math == AttentionMath::kHfEager, "attention");
 }
 
 void dense_attention(CudaContext& ctx, std::span<const DenseSegment> segments, const TensorView& q,
                      const TensorView& k, const TensorView& v, const TensorView& out, AttentionMath math) {
-  throw CudaError("dense_attention", "not implemented yet", cudaErrorNotSupported);
+  expect_view(q, DType::kBF16, {-1, -1, -1}, "dense_attention q");
+  const int64_t T = q.dim(0), H = q.dim(1), D = q.dim(2);
+  expect_token_rows(q, T, H, D, "dense_attention q");
+  expect_token_rows(k, T, H, D, "dense_attention k");
+  expect_token_rows(v, T, H, D, "dense_attention v");
+  expect_rows_2d(out, T, H * D, "dense_attention out");
+  if (D > attn::kMaxHeadDim)
+    throw std::invalid_argument("dense_attention: head_dim " + std::to_string(D) + " above the CUDA kernels' " +
+                                std::to_string(attn::kMaxHeadDim));
+  for (const DenseSegment& s : segments)
+    if (s.row0 < 0 || s.rows < 0 || s.row0 + s.rows > T)
+      throw std::out_of_range("dense_attention: segment outside the rows");
+  std::vector<SeqArgs> args;
+  std::vector<attn::PlanSeq> plan_seqs;
+  for (const DenseSegment& s : segments) {
+    if (s.rows == 0) continue;
+    SeqArgs a{};
+    a.q = q.as<const uint16_t>() + s.row0 * q.stride[0];
+    a.ldq = q.stride[0];
+    a.out = out.as<uint16_t>() + s.row0 * out.stride[0];
+    a.ldo = out.stride[0];
+    a.k = k.as<const uint16_t>() + s.row0 * k.stride[0];
+    a.ldk = k.stride[0];
+    a.v = v.as<const uint16_t>() + s.row0 * v.stride[0];
+    a.ldv = v.stride[0];
+    a.rows = s.rows;
+    a.group = 1;
+    a.causal = 0;
+    a.vec4 = vec4_ok(a, D);
+    args.push_back(a);
+    plan_seqs.push_back({s.rows, 0, static_cast<int>(H), 1, false});
+  }
+  if (args.empty()) return;
+  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), 0);
+  launch_plan<true>(ctx, plan, args, static_cast<int>(D), math == AttentionMath::kHfEager, "dense_attention");
 }
 
 }  // namespace fp4serve::kernels::cuda

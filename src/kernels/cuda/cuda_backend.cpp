@@ -7,11 +7,13 @@
 #include <stdexcept>
 
 #include "kernels/cuda/attention_cuda.h"
+#include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/elementwise_cuda.h"
 #include "kernels/cuda/gdn_cuda.h"
 #include "kernels/cuda/linear_cuda.h"
 #include "kernels/cuda/moe_cuda.h"
+#include "kernels/cuda/moe_plan.h"
 #include "kernels/cuda/norm_cuda.h"
 #include "kernels/cuda/rope_cuda.h"
 #include "kernels/cuda/sampling_cuda.h"
@@ -67,17 +69,22 @@ void CudaBackend::run_op(const char* name, F&& body) {
 std::string CudaBackend::describe() const { return "cuda " + ctx_->info.describe(); }
 
 void CudaBackend::reserve(const StepLimits& l, const ModelShape& m) {
-  // The largest temporaries of one op within the limits: the MoE's sorted rows (bf16 x, f32 gate/up
-  // and down sums, bf16 h) and attention's split-KV partials; anything else fits in the margin, and
-  // an op that needs more grows the arena once (logged).
-  const std::size_t T = static_cast<std::size_t>(std::max<int64_t>(1, l.max_tokens));
-  const std::size_t R = T * static_cast<std::size_t>(std::max<int64_t>(1, m.top_k));
-  const std::size_t H = static_cast<std::size_t>(m.hidden), I = static_cast<std::size_t>(m.moe_intermediate);
-  const std::size_t moe = R * (H * 2 + 2 * I * 4 + I * 2 + H * 4) + T * H * 8 + (static_cast<std::size_t>(m.experts) + 1) * 64;
-  const std::size_t heads = static_cast<std::size_t>(std::max<int64_t>(1, m.num_q_heads));
-  const std::size_t attn = static_cast<std::size_t>(std::max<int64_t>(1, l.max_seqs)) * heads * 64 *
-                           (static_cast<std::size_t>(m.head_dim) + 2) * 4;
-  ctx_->scratch.reserve(std::max(moe, attn) + (std::size_t{64} << 20));
+  // The largest temporaries of one op within the limits, each from its module's own planner: the
+  // MoE block's scratch plan at max_tokens (moe_plan.h) and attention's split-KV partials (the
+  // budget attention_plan.h caps them at). Ops that need less share the block; an op that needs more
+  // grows it once (logged).
+  std::size_t need = attn::kSplitBudgetBytes;
+  if (m.experts > 0 && m.top_k > 0 && m.hidden > 0 && m.moe_intermediate > 0) {
+    MoeDims d;
+    d.tokens = std::max<int64_t>(1, l.max_tokens);
+    d.hidden = m.hidden;
+    d.intermediate = m.moe_intermediate;
+    d.shared_intermediate = m.shared_intermediate;
+    d.experts = m.experts;
+    d.top_k = m.top_k;
+    need = std::max(need, plan_moe(d).total);
+  }
+  ctx_->scratch.reserve(need + (std::size_t{16} << 20));
 }
 
 // ---- memory ------------------------------------------------------------------------------------

@@ -173,17 +173,18 @@ struct MoeShape {
   int top_k;
   bool shared;
   bool few;  // route every token to the same top_k + 1 experts (else: spread over all)
+  int64_t E = 8;
+  int64_t H = 0, I = 0;  // 0: the format's default (hidden 64 or 128, intermediate 32 or 128)
 };
 
 std::string describe(const MoeShape& s) {
-  return cat(kind_name(s.kind), " T=", s.T, " top_k=", s.top_k, s.shared ? " shared" : " no-shared",
-             s.few ? " few-experts" : " many-experts");
+  return cat(kind_name(s.kind), " T=", s.T, " E=", s.E, " top_k=", s.top_k, s.H ? cat(" H=", s.H, " I=", s.I) : "",
+             s.shared ? " shared" : " no-shared", s.few ? " few-experts" : " many-experts");
 }
 
 // E experts of one format (the router and shared gate bf16, as in the checkpoints).
 struct HostMoe {
-  static constexpr int64_t E = 8;
-  int64_t H, I, Is;
+  int64_t E, H, I, Is;
   std::deque<RandomWeight> parts;
   std::vector<uint16_t> router;
   MoeWeights w;
@@ -195,9 +196,10 @@ struct HostMoe {
 HostMoe make_moe(const MoeShape& s, uint32_t seed) {
   HostMoe m;
   const bool int4 = s.kind == Kind::kInt4Gptq;
-  m.H = int4 ? 128 : 64;
-  m.I = int4 ? 128 : 32;
-  m.Is = int4 ? 128 : 48;
+  m.E = s.E;
+  m.H = s.H ? s.H : int4 ? 128 : 64;
+  m.I = s.I ? s.I : int4 ? 128 : 32;
+  m.Is = s.H ? 2 * m.I : int4 ? 128 : 48;
   auto weight = [&](int64_t n, int64_t k) -> const WeightView& {
     m.parts.push_back(make_random_weight(s.kind, n, k, seed + static_cast<uint32_t>(m.parts.size()) * 7 + 3));
     return m.parts.back().view;
@@ -262,6 +264,14 @@ const MoeShape kMoeShapes[] = {
     {Kind::kNvfp4, 6, 4, true, true},         {Kind::kNvfp4, 19, 4, false, false},
     {Kind::kFp8BlockBf16, 7, 3, true, false}, {Kind::kFp8BlockBf16, 19, 2, true, true},
     {Kind::kInt4Gptq, 1, 4, true, true},      {Kind::kInt4Gptq, 9, 2, true, false},
+    // The model's routing (E = 256, top_k = 8) at the GPU's decode and prefill batch sizes; hidden
+    // and intermediate cut from 2048 and 512 to 512 and 32: the real sizes cost the CPU columns
+    // seconds per case (weights for 256 experts, five tiers). The GPU kernels' loops over H and
+    // their sort chunks (256 pairs) are crossed all the same.
+    {Kind::kNvfp4, 1, 8, true, false, 256, 512, 32},
+    {Kind::kNvfp4, 8, 8, true, false, 256, 512, 32},
+    {Kind::kNvfp4, 64, 8, true, false, 256, 512, 32},
+    {Kind::kBf16, 64, 8, true, true, 256, 64, 16},
 };
 
 TEST(BackendOps, Moe) {
@@ -277,11 +287,36 @@ TEST(BackendOps, Moe) {
   }
 }
 
+// What moe() and prepare_moe() reject on every backend, before touching memory.
+TEST(BackendOps, MoeBadArgumentsThrowOnEveryBackend) {
+  Harness h;
+  for (Harness::Column& col : h.columns()) {
+    SCOPED_TRACE(col.spec.name);
+    Backend& b = *col.backend;
+    const HostMoe m = make_moe({Kind::kBf16, 3, 2, true, false}, 5);
+    const MoeHandle mh = b.prepare_moe(m.w);
+    DeviceTensor x = alloc(b, DType::kBF16, {3, m.H}, "x");
+    DeviceTensor narrow = alloc(b, DType::kBF16, {3, m.H - 8}, "x of another hidden size");
+    DeviceTensor f32 = alloc(b, DType::kF32, {3, m.H}, "f32 out");
+    DeviceTensor short_out = alloc(b, DType::kBF16, {2, m.H}, "out with a row missing");
+    EXPECT_THROW(b.moe(narrow.view, mh, x.view), std::invalid_argument);
+    EXPECT_THROW(b.moe(x.view, mh, f32.view), std::invalid_argument);
+    EXPECT_THROW(b.moe(x.view, mh, short_out.view), std::invalid_argument);
+    // A block whose router has a row per expert missing: at prepare on the CUDA backend, at the
+    // first call on the CPU one (it checks the weights there).
+    MoeWeights bad = m.w;
+    bad.router.n = m.E - 1;
+    DeviceTensor out = alloc(b, DType::kBF16, {3, m.H}, "out");
+    EXPECT_THROW(b.moe(x.view, b.prepare_moe(bad), out.view), std::invalid_argument);
+  }
+}
+
 TEST(BackendOps, MoeBatchInvariance) {
   Harness h;
   for (Harness::Column& col : h.columns())
     for (const MoeShape& s : {MoeShape{Kind::kNvfp4, 19, 4, true, false}, MoeShape{Kind::kBf16, 19, 4, true, true},
-                              MoeShape{Kind::kInt4Gptq, 9, 2, false, false}}) {
+                              MoeShape{Kind::kInt4Gptq, 9, 2, false, false},
+                              MoeShape{Kind::kNvfp4, 40, 8, true, false, 256, 256, 32}}) {
       Backend& b = *col.backend;
       const HostMoe m = make_moe(s, 900);
       const MoeHandle mh = b.prepare_moe(m.w);

@@ -137,6 +137,13 @@ std::vector<AttnShape> attention_shapes() {
   out.push_back({8, 1, 32, KvDtype::kBf16, 16, {{20, 2}, {3, 5}}});    // 8 q heads per kv head
   out.push_back({16, 2, 256, KvDtype::kBf16, 16, {{40, 1}, {0, 3}}});  // the model's heads
   out.push_back({4, 2, 64, KvDtype::kFp8E4M3, 16, {{9, 4}}, 30.0f});   // fp8 codes saturating
+  // The model's heads (head_dim 256, 16 q heads on 2 kv heads) at contexts past one 256-key chunk of
+  // the CUDA kernels (cuda/attention_plan.h): a decode at 1500 keys on the paged fp8 cache of
+  // NVIDIA's checkpoint (split over 6 chunks), a prefill crossing a chunk boundary, and a
+  // speculative verify of 3 rows on a contiguous bf16 cache (tests/cuda/attention_cuda_test.cpp
+  // takes 32k keys on the GPU alone).
+  out.push_back({16, 2, 256, KvDtype::kFp8E4M3, 16, {{1500, 1}, {250, 20}}});
+  out.push_back({16, 2, 256, KvDtype::kBf16, 0, {{300, 3}, {0, 9}}});
   return out;
 }
 
@@ -168,8 +175,12 @@ TEST(BackendOps, Attention) {
 
 TEST(BackendOps, AttentionBatchInvariance) {
   Harness h;
+  // The last two: prefills of more rows than a split takes, crossing 256-key chunk boundaries, whose
+  // tokens alone (decodes) take the CUDA kernels' split path: the two paths must agree bit for bit.
   const AttnShape shapes[] = {{4, 2, 64, KvDtype::kBf16, 16, {{5, 1}, {0, 4}, {37, 3}}},
-                              {4, 2, 64, KvDtype::kFp8E4M3, 0, {{5, 1}, {0, 4}, {37, 3}}}};
+                              {4, 2, 64, KvDtype::kFp8E4M3, 0, {{5, 1}, {0, 4}, {37, 3}}},
+                              {16, 2, 256, KvDtype::kFp8E4M3, 16, {{300, 1}, {250, 17}}},
+                              {4, 2, 64, KvDtype::kBf16, 0, {{250, 20}}}};
   for (Harness::Column& col : h.columns())
     for (const AttnShape& s : shapes)
       for (AttentionMath math : {AttentionMath::kHfEager, AttentionMath::kFp32}) {
@@ -286,6 +297,10 @@ TEST(BackendOps, GdnSequence) {
       {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {}},   {gdn_dims(2, 4, 32, 32), {3, 1, 6}, {1, 2}},
       {gdn_dims(1, 2, 24, 40), {5}, {}},         {gdn_dims(1, 2, 24, 40), {5}, {4}},
       {gdn_dims(16, 32, 128, 128), {1, 3}, {2}},  // the model's heads (its 2 MB state: one case)
+      {gdn_dims(16, 32, 128, 128), {1, 5}, {}},   // a decode and a short prefill in one step
+      // Long prefills at the model's head sizes and k:v grouping, with fewer heads to stay fast on
+      // the CPU columns (the GPU runs every head in parallel: the rows are what differ).
+      {gdn_dims(1, 2, 128, 128), {64, 200}, {}}, {gdn_dims(1, 2, 128, 128), {200}, {37, 64}},
   };
   for (const Shape& s : shapes) {
     std::string rows, split;
