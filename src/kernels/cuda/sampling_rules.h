@@ -8,12 +8,15 @@
 // becomes round(w * 2^shift) (fixed_mass). Integer sums are exact whatever their order, so the
 // kernel may add them with shared-memory atomics and still give bit-identical results on every run
 // and in every batch (no floating-point atomics), and the sums match the CPU's double sums of the
-// same float weights within (tokens * 2^-shift) absolute: far inside the contract's relative 1e-5.
+// same float weights (bit-identical: exp_f32) within (tokens * 2^-shift) absolute: far inside the
+// contract's relative 1e-5.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+
+#include "kernels/cuda/moe_math.h"
 
 #if defined(__CUDACC__)
 #define FP4_SAMPLING_HD __host__ __device__ __forceinline__
@@ -42,9 +45,10 @@ FP4_SAMPLING_HD uint64_t fixed_mass(float w, double scale) {
   return static_cast<uint64_t>(static_cast<double>(w) * scale + 0.5);
 }
 
-// expf as the CPU's glibc computes it (correctly rounded in practice): through double, since the
-// device's expf may be 2 ulp off.
-FP4_SAMPLING_HD float exp_f32(float x) { return static_cast<float>(exp(static_cast<double>(x))); }
+// expf as the CPU's glibc computes it, bit for bit: glibc's algorithm in the same double operations
+// (moe_math.h; neither CUDA's expf, up to 2 ulp off, nor exp() in double rounded once, which is
+// the correctly rounded value and not always glibc's). So every weight is the CPU op's float.
+FP4_SAMPLING_HD float exp_f32(float x) { return moe::exp_f32(x); }
 
 FP4_SAMPLING_HD uint32_t float_bits(float f) {
   uint32_t u;

@@ -206,7 +206,7 @@ __device__ inline int select_top_k(const RandomRow& r, int top_k, const MaskedRo
 
 // A candidate's mass when its bucket is in [lo, hi] (0 otherwise, or when min_p drops it or its
 // weight is 0: not a CPU candidate), with its scaled logit and bucket. exp() is the costly part
-// (through double), so it is left for last.
+// (glibc's algorithm in double: fp64 is slow on consumer GPUs), so it is left for last.
 __device__ __forceinline__ u64 candidate_mass(const RandomRow& r, const MaskedRow& p, int i, int lo, int hi, float& s,
                                               int& bucket) {
   s = p(i) / r.t;
