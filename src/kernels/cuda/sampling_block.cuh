@@ -120,8 +120,8 @@ __device__ int block_argmax_first(int n, Value value, Shared& sh) {
 }
 
 struct Found {
-  int index;      // -1 when the masses sum to <= target
-  u64 before;     // mass of [0, index)
+  int index;   // -1 when the masses sum to <= target
+  u64 before;  // mass of [0, index)
 };
 
 // The first index i of [0, n) whose inclusive prefix sum of mass(i) exceeds `target`, walking in

@@ -28,7 +28,7 @@ struct PackScratch {
   std::vector<int32_t> edit_of;      // token -> index into `pending`, -1 when unedited
   std::vector<PendingEdit> pending;  // grows, entries reused
   std::size_t used = 0;
-  std::vector<uint32_t> counts;      // token -> bit 31 in prompt, bits 0..30 output count
+  std::vector<uint32_t> counts;  // token -> bit 31 in prompt, bits 0..30 output count
   std::vector<int32_t> touched;
 
   void reserve(std::size_t valid) {
@@ -240,8 +240,9 @@ void unpack_sampling(const PackedSampling& p, std::span<const SampleRow> rows, s
   }
 }
 
-void finish_host_logprobs(const PackedSampling& p, std::span<const SampleRow> rows, std::span<std::vector<float>> host_rows,
-                          const SamplingConfig& config, std::span<SampleResult> out) {
+void finish_host_logprobs(const PackedSampling& p, std::span<const SampleRow> rows,
+                          std::span<std::vector<float>> host_rows, const SamplingConfig& config,
+                          std::span<SampleResult> out) {
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (p.rows[r].logprobs != kLogprobsHost) continue;
     std::vector<float>& host = host_rows[r];

@@ -5,7 +5,8 @@
 // The random selection mirrors cpu/sampling_selection.cpp path by path, including the order in
 // which its draw walks the candidates (that order decides which token a uniform picks):
 //   - top-k: the k-th largest raw logit by radix select (exact: comparisons only), the CPU's kept
-//     set, then top-p and the draw in rank order (scaled logit descending, lower id first);
+//     set, then top-p and the draw in rank order (scaled logit descending, lower id first): in
+//     shared memory when the set has at most kCompactCandidates tokens, else by radix descents;
 //   - top-p alone: the CPU's buckets of 1/16 nat; the tokens above the cut bucket are walked in id
 //     order, those of the cut bucket in rank order;
 //   - neither: id order.
@@ -60,7 +61,8 @@ __device__ inline void apply_edits(const KernelArgs& a, const SampleRowParams& q
 }
 
 __device__ inline void restore_edits(const KernelArgs& a, const SampleRowParams& q, float* row) {
-  for (int e = threadIdx.x; e < q.edit_count; e += kSampleThreads) row[a.edits[q.edit_begin + e].id] = a.saved[q.edit_begin + e];
+  for (int e = threadIdx.x; e < q.edit_count; e += kSampleThreads)
+    row[a.edits[q.edit_begin + e].id] = a.saved[q.edit_begin + e];
 }
 
 // The token drawn at rank-order mass `target` among `member`'s tokens (member(i, key, mass) with
@@ -200,7 +202,8 @@ __device__ inline int select_top_k(const RandomRow& r, int top_k, const MaskedRo
     if (member(i, key, mass)) local += mass;
   }
   u64 kept = block_sum(local, sh);
-  if (r.top_p < 1.0) kept = nucleus_mass(n, member, 0, rules::top_p_threshold(r.top_p, kept), r.max_scaled, r.scale, sh);
+  if (r.top_p < 1.0)
+    kept = nucleus_mass(n, member, 0, rules::top_p_threshold(r.top_p, kept), r.max_scaled, r.scale, sh);
   return rank_pick(n, member, rules::draw_target(r.uniform, kept), r.max_scaled, r.scale, sh);
 }
 
@@ -233,7 +236,8 @@ __device__ inline int select_top_p(const RandomRow& r, const MaskedRow& p, Share
   }
   const u64 total = block_sum(local, sh);
   const u64 thr = rules::top_p_threshold(r.top_p, total);
-  const Found cut = id_order_search(rules::kNumBuckets, [&](int b) { return sh.bucket[b]; }, thr, sh);
+  const Found cut = id_order_search(
+      rules::kNumBuckets, [&](int b) { return sh.bucket[b]; }, thr, sh);
   const int cut_bucket = cut.index < 0 ? rules::kNumBuckets - 1 : cut.index;
   const u64 above = cut.before;
   auto in_cut = [&](int i, uint32_t& key, u64& mass) {
@@ -294,8 +298,13 @@ __device__ int select_token(const KernelArgs& a, const SampleRowParams& q, const
   // Degenerate row (every token -inf, or a +inf): the first maximum, as the CPU op.
   if (!isfinite(max_raw)) return block_argmax_first(n, p, sh);
   const float max_scaled = max_raw / q.temperature;
-  const RandomRow r{n, q.temperature, max_scaled, rules::MinP{q.min_p > 0.0f, q.min_p, q.log_min_p, max_scaled},
-                    a.fixed_scale, q.uniform, q.top_p};
+  const RandomRow r{n,
+                    q.temperature,
+                    max_scaled,
+                    rules::MinP{q.min_p > 0.0f, q.min_p, q.log_min_p, max_scaled},
+                    a.fixed_scale,
+                    q.uniform,
+                    q.top_p};
   int token;
   if constexpr (Path == kPathTopK)
     token = select_top_k(r, q.top_k, p, sh);
@@ -310,7 +319,8 @@ __device__ int select_token(const KernelArgs& a, const SampleRowParams& q, const
 
 // Raw logprobs of the grammar-masked row (cpu/sampling_logprobs.cpp): log-sum-exp with float terms
 // summed in double, the token's logprob and rank, then the top-N or the named ids.
-__device__ inline void logprobs(const KernelArgs& a, const SampleRowParams& q, const float* row, int token, Shared& sh) {
+__device__ inline void logprobs(const KernelArgs& a, const SampleRowParams& q, const float* row, int token,
+                                Shared& sh) {
   const int n = a.valid;
   const MaskedRow p{row, q.logprob_mask >= 0 ? a.masks + q.logprob_mask : nullptr};
   float m = -INFINITY;

@@ -33,7 +33,8 @@ TEST(BackendOps, SampleAtTheModelsVocabulary) {
                std::vector<float> logits = random_f32(static_cast<std::size_t>(R * V), seed, 3.0f);
                // A few confident tokens per row, so top-p keeps a small nucleus on some rows.
                for (int64_t r = 0; r < R; ++r)
-                 for (int64_t j = 0; j < 4; ++j) logits[static_cast<std::size_t>(r * V + (r * 7919 + j * 104729) % valid)] += 9.0f;
+                 for (int64_t j = 0; j < 4; ++j)
+                   logits[static_cast<std::size_t>(r * V + (r * 7919 + j * 104729) % valid)] += 9.0f;
                DeviceTensor l = upload(b, DType::kF32, {R, V}, logits, "logits");
                std::vector<SamplingOptions> opt(9);
                opt[0].temperature = 0;

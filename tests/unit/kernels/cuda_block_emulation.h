@@ -36,7 +36,8 @@ struct Dim3 {
 
 struct Block {
   explicit Block(int n) : threads(n), barrier(n), slots(static_cast<std::size_t>(n)) {
-    for (int w = 0; w < (n + 31) / 32; ++w) warp_barriers.push_back(std::make_unique<std::barrier<>>(std::min(32, n - w * 32)));
+    for (int w = 0; w < (n + 31) / 32; ++w)
+      warp_barriers.push_back(std::make_unique<std::barrier<>>(std::min(32, n - w * 32)));
   }
   int threads;
   std::barrier<> barrier;

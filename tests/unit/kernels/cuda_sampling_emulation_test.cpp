@@ -42,8 +42,9 @@ void emulated_sample(float* logits, int64_t stride, std::span<const SampleRow> r
   std::vector<float> saved(p.edits.size());
   std::vector<SampleRowResult> results(rows.size());
   std::vector<SampleTopEntry> tops(static_cast<std::size_t>(p.top_entries));
-  const KernelArgs a{logits,      p.rows.data(),  p.edits.data(),  p.biases.data(), p.masks.data(), p.logprob_ids.data(),
-                     saved.data(), results.data(), tops.data(),    p.valid,         p.fixed_scale};
+  const KernelArgs a{
+      logits,       p.rows.data(),  p.edits.data(), p.biases.data(), p.masks.data(), p.logprob_ids.data(),
+      saved.data(), results.data(), tops.data(),    p.valid,         p.fixed_scale};
   auto sh = std::make_unique<Shared>();
   auto launch = [&](auto body) {
     for (unsigned r = 0; r < rows.size(); ++r) {
@@ -73,7 +74,8 @@ struct Row {
 // Gaussian logits; grid > 0: rounded to multiples of it (many exact ties).
 std::function<std::vector<float>(std::size_t)> gaussian(int64_t vocab, uint32_t seed, float scale, float grid = 0.0f) {
   return [=](std::size_t r) {
-    std::vector<float> row = testing::random_logits(static_cast<std::size_t>(vocab), seed + static_cast<uint32_t>(r), scale);
+    std::vector<float> row =
+        testing::random_logits(static_cast<std::size_t>(vocab), seed + static_cast<uint32_t>(r), scale);
     if (grid > 0.0f)
       for (float& x : row) x = std::round(x / grid) * grid;
     return row;
@@ -87,7 +89,8 @@ void expect_same_as_cpu(const std::vector<Row>& batch, int64_t vocab, int64_t va
   std::vector<float> logits(n * static_cast<std::size_t>(stride), -3.0f);
   for (std::size_t r = 0; r < n; ++r) {
     const std::vector<float> row = make_row(r);
-    std::copy(row.begin(), row.end(), logits.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(stride)));
+    std::copy(row.begin(), row.end(),
+              logits.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(stride)));
   }
   const std::vector<float> before = logits;
   auto run = [&](bool on_cuda, std::vector<std::vector<TokenLogprob>>& top, uint64_t& draws) {
@@ -151,7 +154,7 @@ TEST(CudaSamplingEmulation, EveryKindOfRowAsTheCpuOp) {
   b[1].output = {7, 7, 8};
   b[2].options.seed = 7, b[2].options.temperature = 0.7, b[2].options.top_k = 40, b[2].options.min_p = 0.05;
   b[2].options.top_p = 0.8;
-  b[3].options.top_k = 50, b[3].options.logprobs = 2;  // unseeded
+  b[3].options.top_k = 50, b[3].options.logprobs = 2;                                      // unseeded
   b[4].options.seed = 1234567, b[4].options.temperature = 1.4, b[4].options.logprobs = 0;  // plain
   b[5].options.seed = 99, b[5].options.temperature = 1.2;  // allowed ids, named logprob ids
   b[5].options.allowed_token_ids = {5, 17, 40, 300};
@@ -169,7 +172,7 @@ TEST(CudaSamplingEmulation, EveryKindOfRowAsTheCpuOp) {
   b[7].bitmask = grammar_words(vocab, 8);
   b[7].options.logprobs = 4;
   b[8].options.seed = 8, b[8].options.top_k = 1;  // top-k 1: the max alone
-  b[9].options.min_p = 0.2;  // unseeded plain with min_p
+  b[9].options.min_p = 0.2;                       // unseeded plain with min_p
   expect_same_as_cpu(b, vocab, valid, gaussian(vocab, 10, 0.5f));
 }
 
@@ -197,9 +200,9 @@ TEST(CudaSamplingEmulation, TiedTokensAreDrawnInTheCpuOpsOrder) {
     for (int kind = 0; kind < 4; ++kind) {
       Row row;
       row.options.seed = seed * 31 + static_cast<uint64_t>(kind);
-      if (kind == 0) row.options.top_k = 40;                               // shared-memory top-k
-      if (kind == 1) row.options.top_k = 600;                              // radix top-k
-      if (kind == 2) row.options.top_p = 0.7;                              // buckets, ties in the cut
+      if (kind == 0) row.options.top_k = 40;                              // shared-memory top-k
+      if (kind == 1) row.options.top_k = 600;                             // radix top-k
+      if (kind == 2) row.options.top_p = 0.7;                             // buckets, ties in the cut
       if (kind == 3) row.options.min_p = 0.5, row.options.logprobs = 35;  // plain, id order
       b.push_back(row);
     }

@@ -170,7 +170,8 @@ inline int select_random(std::span<const float> p, const Filter& f, double u) {
         if (w) bucket[static_cast<std::size_t>(rules::bucket_of(s, max_scaled))] += w;
       }
       const u64 thr = rules::top_p_threshold(f.top_p, total);
-      const Found cut = id_order_search(rules::kNumBuckets, [&](int b) { return bucket[static_cast<std::size_t>(b)]; }, thr);
+      const Found cut = id_order_search(
+          rules::kNumBuckets, [&](int b) { return bucket[static_cast<std::size_t>(b)]; }, thr);
       const int cut_bucket = cut.index < 0 ? rules::kNumBuckets - 1 : cut.index;
       const u64 above = cut.before;
       const MemberFn in_cut = [&](int i, uint32_t& key, u64& mass) {

@@ -92,7 +92,8 @@ TEST(CudaSamplingModel, TopKKeepsExactlyTheCpuSet) {
       for (const cpu::Candidate& x : cpu::select_candidates(row, filter, scratch)) want.push_back(x.token);
       std::sort(want.begin(), want.end());
       EXPECT_EQ(model::top_k_set(row, c.filter), want) << c.name << " shape " << shape;
-      if (shape == 1 && c.filter.min_p == 0.0f) EXPECT_GE(want.size(), static_cast<std::size_t>(c.filter.top_k)) << "ties at the k-th stay";
+      if (shape == 1 && c.filter.min_p == 0.0f)
+        EXPECT_GE(want.size(), static_cast<std::size_t>(c.filter.top_k)) << "ties at the k-th stay";
     }
   }
 }

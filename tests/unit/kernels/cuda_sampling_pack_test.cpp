@@ -169,7 +169,8 @@ TEST(CudaSamplingPack, EditsAndMasksGiveTheCpuProcessorsRow) {
   EXPECT_GE(p.rows[1].sample_mask, 0);
   EXPECT_GE(p.rows[1].logprob_mask, 0);
   for (int32_t w = 0; w < p.mask_words; ++w)
-    EXPECT_EQ(p.masks[static_cast<std::size_t>(p.rows[2].logprob_mask + w)], static_cast<uint32_t>(b.bitmasks[2][static_cast<std::size_t>(w)]));
+    EXPECT_EQ(p.masks[static_cast<std::size_t>(p.rows[2].logprob_mask + w)],
+              static_cast<uint32_t>(b.bitmasks[2][static_cast<std::size_t>(w)]));
   EXPECT_EQ(p.mask_words, (kValid + 31) / 32);
 }
 
@@ -207,7 +208,8 @@ TEST(CudaSamplingPack, LogprobModesAndResults) {
   EXPECT_EQ(p.rows[0].num_top, 5);
   EXPECT_EQ(p.rows[1].logprobs, kLogprobsIds);
   EXPECT_EQ(p.rows[1].num_top, 4);
-  EXPECT_EQ(std::vector<int32_t>(p.logprob_ids.begin() + p.rows[1].ids_begin, p.logprob_ids.begin() + p.rows[1].ids_begin + 4),
+  EXPECT_EQ(std::vector<int32_t>(p.logprob_ids.begin() + p.rows[1].ids_begin,
+                                 p.logprob_ids.begin() + p.rows[1].ids_begin + 4),
             (std::vector<int32_t>{17, 5, 630, 17}));
   EXPECT_EQ(p.rows[2].logprobs, kLogprobsTop) << "logprobs -1: the whole valid vocabulary (600 here)";
   EXPECT_EQ(p.rows[2].num_top, kValid);
@@ -221,7 +223,8 @@ TEST(CudaSamplingPack, LogprobModesAndResults) {
   std::vector<SampleRowResult> results(rows.size());
   for (std::size_t r = 0; r < rows.size(); ++r) results[r] = SampleRowResult{static_cast<int32_t>(10 + r), -0.5f, 3};
   std::vector<SampleTopEntry> tops(static_cast<std::size_t>(p.top_entries));
-  for (int i = 0; i < p.top_entries; ++i) tops[static_cast<std::size_t>(i)] = SampleTopEntry{100 + i, -1.0f * static_cast<float>(i)};
+  for (int i = 0; i < p.top_entries; ++i)
+    tops[static_cast<std::size_t>(i)] = SampleTopEntry{100 + i, -1.0f * static_cast<float>(i)};
   std::vector<SampleResult> out(rows.size());
   unpack_sampling(p, rows, results, tops, out);
   EXPECT_EQ(out[0].token, 10);
