@@ -5,7 +5,9 @@
 // on-device ranking. The small case is BackendOps.Sample (backend_ops_test.cpp).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "backend_ops_harness.h"
@@ -83,6 +85,58 @@ TEST(BackendOps, SampleAtTheModelsVocabulary) {
                                           values_output("logprobs", lps), download(b, l.view, "logits after")};
              }});
   }
+}
+
+// 64 rows, each with its own random options (every filter, seeded or not, penalties, bias,
+// logprobs), at a shorter row so that the CPU columns stay fast: the batch a decode step sends.
+TEST(BackendOps, SampleSixtyFourRowsOfRandomOptions) {
+  Harness h;
+  constexpr int64_t V = 20000, valid = 19900, R = 64;
+  h.check({"sample", cat("rows=", R, " V=", V, " random options"), OpClass::kMath, kNmseExactMath,
+           [=](Backend& b, uint32_t seed) {
+             const std::vector<float> logits = random_f32(static_cast<std::size_t>(R * V), seed, 2.5f);
+             DeviceTensor l = upload(b, DType::kF32, {R, V}, logits, "logits");
+             std::mt19937 gen(seed);
+             auto pick = [&gen](auto... v) {
+               const std::array values{v...};
+               return values[gen() % values.size()];
+             };
+             std::vector<SamplingOptions> opt(static_cast<std::size_t>(R));
+             for (SamplingOptions& o : opt) {
+               o.temperature = pick(0.0, 0.3, 0.7, 1.0, 1.5);
+               o.top_k = pick(int64_t{0}, int64_t{0}, int64_t{1}, int64_t{20}, int64_t{100}, int64_t{3000});
+               o.top_p = pick(1.0, 1.0, 0.95, 0.5);
+               o.min_p = pick(0.0, 0.0, 0.05);
+               if (gen() % 3 != 0) o.seed = gen();
+               const int lp = pick(-2, -2, 0, 5, 20);
+               if (lp >= 0) o.logprobs = lp;
+               if (gen() % 4 == 0) o.repetition_penalty = 1.1, o.frequency_penalty = 0.2, o.presence_penalty = 0.3;
+               if (gen() % 4 == 0) o.logit_bias = {{static_cast<int32_t>(gen() % valid), 3.0f}};
+             }
+             const std::vector<int32_t> prompt = {1, 2, 3, 500, 19000}, generated = {500, 7, 7};
+             std::vector<std::vector<TokenLogprob>> top(static_cast<std::size_t>(R));
+             std::vector<SampleRow> rows(static_cast<std::size_t>(R));
+             for (std::size_t r = 0; r < rows.size(); ++r) {
+               top[r].assign(static_cast<std::size_t>(opt[r].top_entries(valid)), TokenLogprob{});
+               rows[r] = {&opt[r], prompt, generated, top[r]};
+             }
+             uint64_t draws = 0;
+             SamplingConfig cfg;
+             cfg.vocab_size = V, cfg.valid_vocab_size = valid, cfg.seed = seed, cfg.engine_draws = &draws;
+             std::vector<SampleResult> res(rows.size());
+             b.sample(l.view, rows, cfg, res);
+             std::vector<int64_t> ints;
+             std::vector<float> lps;
+             for (const SampleResult& x : res) {
+               ints.insert(ints.end(), {x.token, x.has_logprobs, x.rank, x.num_top});
+               lps.push_back(x.logprob);
+             }
+             for (const auto& t : top)
+               for (const TokenLogprob& e : t) ints.push_back(e.token), lps.push_back(e.logprob);
+             ints.push_back(static_cast<int64_t>(draws));
+             return std::vector<Output>{values_output("tokens, ranks, top ids, draws", ints),
+                                        values_output("logprobs", lps), download(b, l.view, "logits after")};
+           }});
 }
 
 // A bad call is refused with std::invalid_argument on every backend before anything is touched:

@@ -16,10 +16,12 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "kernels/cpu/sampling_cpu.h"
@@ -196,7 +198,7 @@ TEST(CudaSamplingEmulation, TiedTokensAreDrawnInTheCpuOpsOrder) {
   // uniform picks depends on the walk's order (rank, then id; or id order for the plain draw).
   constexpr int64_t vocab = 700, valid = 690;
   std::vector<Row> b;
-  for (uint64_t seed = 1; seed <= 6; ++seed) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
     for (int kind = 0; kind < 4; ++kind) {
       Row row;
       row.options.seed = seed * 31 + static_cast<uint64_t>(kind);
@@ -213,6 +215,31 @@ TEST(CudaSamplingEmulation, TiedTokensAreDrawnInTheCpuOpsOrder) {
     for (std::size_t j = 0; j < 20; ++j) row[(j * 29 + 7 + r) % valid] = 1.5f;
     return row;
   });
+}
+
+TEST(CudaSamplingEmulation, RandomOptionsAsTheCpuOp) {
+  constexpr int64_t vocab = 3000, valid = 2950;
+  std::mt19937 gen(2024);
+  auto pick = [&gen](auto... v) {
+    const std::array values{v...};
+    return values[gen() % values.size()];
+  };
+  std::vector<Row> b(14);
+  for (Row& row : b) {
+    SamplingOptions& o = row.options;
+    o.temperature = pick(0.0, 0.3, 0.7, 1.0, 1.5);
+    o.top_k = pick(int64_t{0}, int64_t{0}, int64_t{1}, int64_t{20}, int64_t{100}, int64_t{800});
+    o.top_p = pick(1.0, 1.0, 0.95, 0.5);
+    o.min_p = pick(0.0, 0.0, 0.05);
+    if (gen() % 3 != 0) o.seed = gen();
+    const int lp = pick(-2, -2, 0, 5, 20, 1500);
+    if (lp >= 0) o.logprobs = lp;
+    if (gen() % 3 == 0) o.repetition_penalty = 1.1, o.frequency_penalty = 0.2, o.presence_penalty = 0.3;
+    if (gen() % 3 == 0) o.logit_bias = {{static_cast<int32_t>(gen() % valid), 3.0f}};
+    row.prompt = {1, 2, 3, 500, 2990};
+    row.output = {500, 7, 7};
+  }
+  expect_same_as_cpu(b, vocab, valid, gaussian(vocab, 900, 2.0f));
 }
 
 }  // namespace
