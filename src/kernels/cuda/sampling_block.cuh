@@ -103,14 +103,30 @@ __device__ __forceinline__ u64 block_sum(u64 v, Shared& sh) {
   return out;
 }
 
+// Calls f(i, value(i)) for every i of [0, n), the block's threads striding over it (thread t takes
+// t, t + kSampleThreads, ... in that order), eight loads issued before the first is used: one block
+// reads a whole row alone, so it needs many loads in flight to approach the memory's bandwidth.
+template <class Value, class F>
+__device__ __forceinline__ void for_each_value(int n, const Value& value, F&& f) {
+  constexpr int kUnroll = 8;
+  int i = static_cast<int>(threadIdx.x);
+  for (; i + (kUnroll - 1) * kSampleThreads < n; i += kUnroll * kSampleThreads) {
+    float x[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) x[u] = value(i + u * kSampleThreads);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) f(i + u * kSampleThreads, x[u]);
+  }
+  for (; i < n; i += kSampleThreads) f(i, value(i));
+}
+
 // Index of the first maximum of value(i) over [0, n) (0 when there is none: every value NaN).
 template <class Value>
 __device__ int block_argmax_first(int n, Value value, Shared& sh) {
   ArgMax best{-INFINITY, INT_MAX};
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
-    const float x = value(i);
+  for_each_value(n, value, [&](int i, float x) {
     if (x > best.value || (x == best.value && i < best.index)) best = ArgMax{x, i};
-  }
+  });
   const ArgMax r = ReduceA(sh.temp.a).Reduce(best, ArgMaxOp());
   if (threadIdx.x == 0) sh.bcast_i = r.index == INT_MAX ? 0 : r.index;
   __syncthreads();
@@ -185,20 +201,21 @@ struct Descent {
 // Radix descent over 32-bit order keys, 8 bits per pass, from the top: the key v such that the
 // members with keys > v hold <= thr of mass and those with keys >= v hold more. With mass 1 per
 // member and thr = k - 1 that is the k-th largest key; with weights, the key at which the mass
-// ranked above first exceeds thr. member(i, key, mass) says whether element i takes part. Masses
+// ranked above first exceeds thr. member(i, value(i), key, mass) says whether element i takes part. Masses
 // are integers: the shared-memory atomics add them exactly, in any order.
-template <class Member>
-__device__ Descent radix_descend(int n, Member member, u64 thr, Shared& sh) {
+template <class Value, class Member>
+__device__ Descent radix_descend(int n, const Value& value, Member member, u64 thr, Shared& sh) {
   uint32_t prefix = 0, prefix_mask = 0;
   u64 above = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int b = threadIdx.x; b < 256; b += kSampleThreads) sh.hist[b] = 0;
     __syncthreads();
-    for (int i = threadIdx.x; i < n; i += kSampleThreads) {
+    for_each_value(n, value, [&](int i, float x) {
       uint32_t key;
       u64 m;
-      if (member(i, key, m) && m != 0 && (key & prefix_mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], m);
-    }
+      if (member(i, x, key, m) && m != 0 && (key & prefix_mask) == prefix)
+        atomicAdd(&sh.hist[(key >> shift) & 255u], m);
+    });
     __syncthreads();
     if (threadIdx.x < 32) {
       // Warp 0 picks the bin: lane l holds bins 255 - 8l .. 248 - 8l (lane 0 the highest), a warp

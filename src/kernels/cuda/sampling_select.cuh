@@ -65,12 +65,13 @@ __device__ inline void restore_edits(const KernelArgs& a, const SampleRowParams&
     row[a.edits[q.edit_begin + e].id] = a.saved[q.edit_begin + e];
 }
 
-// The token drawn at rank-order mass `target` among `member`'s tokens (member(i, key, mass) with
+// The token drawn at rank-order mass `target` among `member`'s tokens (member(i, p(i), key, mass) with
 // mass = fixed_mass(exp(s - max_scaled)) and key = order_key(s)): the key by radix descent, then
 // among the tokens tied on it (equal weights) the right one in id order.
 template <class Member>
-__device__ int rank_pick(int n, Member member, u64 target, float max_scaled, double scale, Shared& sh) {
-  const Descent d = radix_descend(n, member, target, sh);
+__device__ int rank_pick(int n, const MaskedRow& p, Member member, u64 target, float max_scaled, double scale,
+                         Shared& sh) {
+  const Descent d = radix_descend(n, p, member, target, sh);
   const u64 w = rules::fixed_mass(rules::exp_f32(rules::key_float(d.key) - max_scaled), scale);
   if (w == 0) return -1;
   const u64 j = (target - d.above) / w;
@@ -79,7 +80,7 @@ __device__ int rank_pick(int n, Member member, u64 target, float max_scaled, dou
       [&](int i) -> u64 {
         uint32_t key;
         u64 m;
-        return member(i, key, m) && m != 0 && key == d.key ? 1ull : 0ull;
+        return member(i, p(i), key, m) && m != 0 && key == d.key ? 1ull : 0ull;
       },
       j, sh);
   return f.index;
@@ -88,8 +89,9 @@ __device__ int rank_pick(int n, Member member, u64 target, float max_scaled, dou
 // The mass of the rank-order prefix top-p keeps among `member`'s tokens of total mass `total`,
 // the mass `base` ranked above them all already counted (the CPU's append_nucleus).
 template <class Member>
-__device__ u64 nucleus_mass(int n, Member member, u64 base, u64 thr, float max_scaled, double scale, Shared& sh) {
-  const Descent d = radix_descend(n, member, thr - base, sh);
+__device__ u64 nucleus_mass(int n, const MaskedRow& p, Member member, u64 base, u64 thr, float max_scaled, double scale,
+                            Shared& sh) {
+  const Descent d = radix_descend(n, p, member, thr - base, sh);
   const u64 w = rules::fixed_mass(rules::exp_f32(rules::key_float(d.key) - max_scaled), scale);
   if (w == 0) return base + d.above;
   const u64 j = (thr - base - d.above) / w;
@@ -115,13 +117,12 @@ __device__ inline int select_top_k_compact(const RandomRow& r, int count, float 
                                            const MaskedRow& p, Shared& sh) {
   if (threadIdx.x == 0) sh.compact_count = 0;
   __syncthreads();
-  for (int i = threadIdx.x; i < r.n; i += kSampleThreads) {
-    const float x = p(i);
-    if (!rules::top_k_keeps(x, r.t, band_low, kth_scaled, r.min_p)) continue;
+  for_each_value(r.n, p, [&](int i, float x) {
+    if (!rules::top_k_keeps(x, r.t, band_low, kth_scaled, r.min_p)) return;
     const int slot = atomicAdd(&sh.compact_count, 1);
     sh.compact.key[slot] = rules::order_key(x / r.t);
     sh.compact.id[slot] = i;
-  }
+  });
   __syncthreads();
   for (int c = threadIdx.x; c < count; c += kSampleThreads) {
     const uint32_t key = sh.compact.key[c];
@@ -169,9 +170,8 @@ __device__ inline int select_top_k(const RandomRow& r, int top_k, const MaskedRo
   const float t = r.t;
   // The k-th largest raw logit, min_p's drops counting as -inf.
   const Descent kth = radix_descend(
-      n,
-      [&](int i, uint32_t& key, u64& mass) {
-        float x = p(i);
+      n, p,
+      [&](int, float x, uint32_t& key, u64& mass) {
         if (r.min_p.on && !r.min_p.keeps(x / t)) x = -INFINITY;
         key = rules::order_key(x);
         mass = 1;
@@ -182,13 +182,12 @@ __device__ inline int select_top_k(const RandomRow& r, int top_k, const MaskedRo
   const float band_low = rules::top_k_band_low(kth_raw);
   const float kth_scaled = kth_raw / t;
   u64 local_count = 0;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads)
-    local_count += rules::top_k_keeps(p(i), t, band_low, kth_scaled, r.min_p) ? 1 : 0;
+  for_each_value(n, p,
+                 [&](int, float x) { local_count += rules::top_k_keeps(x, t, band_low, kth_scaled, r.min_p) ? 1 : 0; });
   const u64 count = block_sum(local_count, sh);
   if (count <= static_cast<u64>(kCompactCandidates))
     return select_top_k_compact(r, static_cast<int>(count), band_low, kth_scaled, p, sh);
-  auto member = [&](int i, uint32_t& key, u64& mass) {
-    const float x = p(i);
+  auto member = [&](int, float x, uint32_t& key, u64& mass) {
     if (!rules::top_k_keeps(x, t, band_low, kth_scaled, r.min_p)) return false;
     const float s = x / t;
     key = rules::order_key(s);
@@ -196,23 +195,22 @@ __device__ inline int select_top_k(const RandomRow& r, int top_k, const MaskedRo
     return true;
   };
   u64 local = 0;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
+  for_each_value(n, p, [&](int i, float x) {
     uint32_t key;
     u64 mass;
-    if (member(i, key, mass)) local += mass;
-  }
+    if (member(i, x, key, mass)) local += mass;
+  });
   u64 kept = block_sum(local, sh);
   if (r.top_p < 1.0)
-    kept = nucleus_mass(n, member, 0, rules::top_p_threshold(r.top_p, kept), r.max_scaled, r.scale, sh);
-  return rank_pick(n, member, rules::draw_target(r.uniform, kept), r.max_scaled, r.scale, sh);
+    kept = nucleus_mass(n, p, member, 0, rules::top_p_threshold(r.top_p, kept), r.max_scaled, r.scale, sh);
+  return rank_pick(n, p, member, rules::draw_target(r.uniform, kept), r.max_scaled, r.scale, sh);
 }
 
-// A candidate's mass when its bucket is in [lo, hi] (0 otherwise, or when min_p drops it or its
-// weight is 0: not a CPU candidate), with its scaled logit and bucket. exp() is the costly part
-// (glibc's algorithm in double: fp64 is slow on consumer GPUs), so it is left for last.
-__device__ __forceinline__ u64 candidate_mass(const RandomRow& r, const MaskedRow& p, int i, int lo, int hi, float& s,
-                                              int& bucket) {
-  s = p(i) / r.t;
+// A candidate's mass, from its processed logit x, when its bucket is in [lo, hi] (0 otherwise, or
+// when min_p drops it or its weight is 0: not a CPU candidate), with its scaled logit and bucket. exp() is the costly
+// part (glibc's algorithm in double: fp64 is slow on consumer GPUs), so it is left for last.
+__device__ __forceinline__ u64 candidate_mass(const RandomRow& r, float x, int lo, int hi, float& s, int& bucket) {
+  s = x / r.t;
   bucket = rules::bucket_of(s, r.max_scaled);
   if (s == -INFINITY || bucket < lo || bucket > hi || !r.min_p.keeps(s)) return 0;
   const float w = rules::exp_f32(s - r.max_scaled);
@@ -226,37 +224,37 @@ __device__ inline int select_top_p(const RandomRow& r, const MaskedRow& p, Share
   for (int b = threadIdx.x; b < rules::kNumBuckets; b += kSampleThreads) sh.bucket[b] = 0;
   __syncthreads();
   u64 local = 0;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
+  for_each_value(n, p, [&](int, float x) {
     float s;
     int bucket;
-    const u64 w = candidate_mass(r, p, i, 0, rules::kNumBuckets - 1, s, bucket);
-    if (w == 0) continue;
+    const u64 w = candidate_mass(r, x, 0, rules::kNumBuckets - 1, s, bucket);
+    if (w == 0) return;
     local += w;
     atomicAdd(&sh.bucket[bucket], w);
-  }
+  });
   const u64 total = block_sum(local, sh);
   const u64 thr = rules::top_p_threshold(r.top_p, total);
   const Found cut = id_order_search(
       rules::kNumBuckets, [&](int b) { return sh.bucket[b]; }, thr, sh);
   const int cut_bucket = cut.index < 0 ? rules::kNumBuckets - 1 : cut.index;
   const u64 above = cut.before;
-  auto in_cut = [&](int i, uint32_t& key, u64& mass) {
+  auto in_cut = [&](int, float x, uint32_t& key, u64& mass) {
     float s;
     int bucket;
-    mass = candidate_mass(r, p, i, cut_bucket, cut_bucket, s, bucket);
+    mass = candidate_mass(r, x, cut_bucket, cut_bucket, s, bucket);
     if (mass == 0) return false;
     key = rules::order_key(s);
     return true;
   };
-  const u64 kept = nucleus_mass(n, in_cut, above, thr, r.max_scaled, r.scale, sh);
+  const u64 kept = nucleus_mass(n, p, in_cut, above, thr, r.max_scaled, r.scale, sh);
   const u64 target = rules::draw_target(r.uniform, kept);
-  if (target >= above) return rank_pick(n, in_cut, target - above, r.max_scaled, r.scale, sh);
+  if (target >= above) return rank_pick(n, p, in_cut, target - above, r.max_scaled, r.scale, sh);
   return id_order_search(
              n,
              [&](int i) -> u64 {
                float s;
                int bucket;
-               return candidate_mass(r, p, i, 0, cut_bucket - 1, s, bucket);
+               return candidate_mass(r, p(i), 0, cut_bucket - 1, s, bucket);
              },
              target, sh)
       .index;
@@ -264,13 +262,14 @@ __device__ inline int select_top_p(const RandomRow& r, const MaskedRow& p, Share
 
 // Neither top-k nor top-p: every candidate, walked in id order.
 __device__ inline int select_plain(const RandomRow& r, const MaskedRow& p, Shared& sh) {
-  auto mass = [&](int i) -> u64 {
+  auto mass_of = [&](float x) -> u64 {
     float s;
     int bucket;
-    return candidate_mass(r, p, i, 0, rules::kNumBuckets - 1, s, bucket);
+    return candidate_mass(r, x, 0, rules::kNumBuckets - 1, s, bucket);
   };
+  auto mass = [&](int i) -> u64 { return mass_of(p(i)); };
   u64 local = 0;
-  for (int i = threadIdx.x; i < r.n; i += kSampleThreads) local += mass(i);
+  for_each_value(r.n, p, [&](int, float x) { local += mass_of(x); });
   const u64 total = block_sum(local, sh);
   return id_order_search(r.n, mass, rules::draw_target(r.uniform, total), sh).index;
 }
@@ -290,10 +289,7 @@ __device__ int select_token(const KernelArgs& a, const SampleRowParams& q, const
   const int n = a.valid;
   if (Path == kPathGreedyOrPlain && q.mode == kSampleGreedy) return block_argmax_first(n, p, sh);
   float m = -INFINITY;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
-    const float x = p(i);
-    m = x > m ? x : m;
-  }
+  for_each_value(n, p, [&](int, float x) { m = x > m ? x : m; });
   const float max_raw = block_max(m, sh);
   // Degenerate row (every token -inf, or a +inf): the first maximum, as the CPU op.
   if (!isfinite(max_raw)) return block_argmax_first(n, p, sh);
@@ -324,24 +320,20 @@ __device__ inline void logprobs(const KernelArgs& a, const SampleRowParams& q, c
   const int n = a.valid;
   const MaskedRow p{row, q.logprob_mask >= 0 ? a.masks + q.logprob_mask : nullptr};
   float m = -INFINITY;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) {
-    const float x = p(i);
-    m = x > m ? x : m;
-  }
+  for_each_value(n, p, [&](int, float x) { m = x > m ? x : m; });
   const float max = block_max(m, sh);
   double lse = static_cast<double>(max);
   if (isfinite(max)) {
     double sum = 0.0;
-    for (int i = threadIdx.x; i < n; i += kSampleThreads) {
-      const float x = p(i);
+    for_each_value(n, p, [&](int, float x) {
       if (x != -INFINITY) sum += static_cast<double>(rules::exp_f32(x - max));  // exp(-inf) adds 0
-    }
+    });
     lse = static_cast<double>(max) + log(block_sum(sum, sh));
   }
   auto logprob = [lse](float x) { return static_cast<float>(static_cast<double>(x) - lse); };
   const float lp = logprob(p(token));
   u64 count = 0;
-  for (int i = threadIdx.x; i < n; i += kSampleThreads) count += logprob(p(i)) >= lp ? 1 : 0;
+  for_each_value(n, p, [&](int, float x) { count += logprob(x) >= lp ? 1 : 0; });
   const u64 rank = block_sum(count, sh);
   if (threadIdx.x == 0) {
     a.results[blockIdx.x].logprob = lp;
@@ -359,12 +351,12 @@ __device__ inline void logprobs(const KernelArgs& a, const SampleRowParams& q, c
   if (want == 0) return;
   // The want-th largest (logit, lower id first): the want-th largest logit by radix select, every
   // token above it, then the lowest ids among those equal to it.
-  auto by_logit = [&](int i, uint32_t& key, u64& mass) {
-    key = rules::order_key(p(i));
+  auto by_logit = [&](int, float x, uint32_t& key, u64& mass) {
+    key = rules::order_key(x);
     mass = 1;
     return true;
   };
-  const Descent d = radix_descend(n, by_logit, static_cast<u64>(want - 1), sh);
+  const Descent d = radix_descend(n, p, by_logit, static_cast<u64>(want - 1), sh);
   const int above = static_cast<int>(d.above);
   const int per = (n + kSampleThreads - 1) / kSampleThreads;
   const int begin = min(n, static_cast<int>(threadIdx.x) * per), end = min(n, begin + per);
