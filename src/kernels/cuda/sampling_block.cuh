@@ -150,6 +150,7 @@ __device__ Found id_order_search(int n, Mass mass, u64 target, Shared& sh) {
   const int begin = min(n, static_cast<int>(threadIdx.x) * per);
   const int end = min(n, begin + per);
   u64 local = 0;
+#pragma unroll 8  // a thread's tile is contiguous and its loads independent: keep several in flight
   for (int i = begin; i < end; ++i) local += mass(i);
   u64 before, total;
   ScanU(sh.temp.scan).ExclusiveSum(local, before, total);

@@ -361,6 +361,7 @@ __device__ inline void logprobs(const KernelArgs& a, const SampleRowParams& q, c
   const int per = (n + kSampleThreads - 1) / kSampleThreads;
   const int begin = min(n, static_cast<int>(threadIdx.x) * per), end = min(n, begin + per);
   u64 above_here = 0, ties_here = 0;
+#pragma unroll 8
   for (int i = begin; i < end; ++i) {
     const uint32_t key = rules::order_key(p(i));
     above_here += key > d.key ? 1 : 0;
