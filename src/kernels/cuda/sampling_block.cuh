@@ -202,8 +202,8 @@ struct Descent {
 // Radix descent over 32-bit order keys, 8 bits per pass, from the top: the key v such that the
 // members with keys > v hold <= thr of mass and those with keys >= v hold more. With mass 1 per
 // member and thr = k - 1 that is the k-th largest key; with weights, the key at which the mass
-// ranked above first exceeds thr. member(i, value(i), key, mass) says whether element i takes part. Masses
-// are integers: the shared-memory atomics add them exactly, in any order.
+// ranked above first exceeds thr. member(i, value(i), key, mass) says whether element i takes
+// part. Masses are integers: the shared-memory atomics add them exactly, in any order.
 template <class Value, class Member>
 __device__ Descent radix_descend(int n, const Value& value, Member member, u64 thr, Shared& sh) {
   uint32_t prefix = 0, prefix_mask = 0;
@@ -211,12 +211,24 @@ __device__ Descent radix_descend(int n, const Value& value, Member member, u64 t
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int b = threadIdx.x; b < 256; b += kSampleThreads) sh.hist[b] = 0;
     __syncthreads();
+    // A thread adds up its run of elements in one bin before one atomic: rows whose tokens crowd
+    // into a few bins (masked rows: all -inf; the first pass: a handful of exponents) would
+    // otherwise serialize on those bins' shared-memory atomics.
+    int run_bin = -1;
+    u64 run_mass = 0;
     for_each_value(n, value, [&](int i, float x) {
       uint32_t key;
       u64 m;
-      if (member(i, x, key, m) && m != 0 && (key & prefix_mask) == prefix)
-        atomicAdd(&sh.hist[(key >> shift) & 255u], m);
+      if (!member(i, x, key, m) || m == 0 || (key & prefix_mask) != prefix) return;
+      const int bin = static_cast<int>((key >> shift) & 255u);
+      if (bin != run_bin) {
+        if (run_mass != 0) atomicAdd(&sh.hist[run_bin], run_mass);
+        run_bin = bin;
+        run_mass = 0;
+      }
+      run_mass += m;
     });
+    if (run_mass != 0) atomicAdd(&sh.hist[run_bin], run_mass);
     __syncthreads();
     if (threadIdx.x < 32) {
       // Warp 0 picks the bin: lane l holds bins 255 - 8l .. 248 - 8l (lane 0 the highest), a warp
