@@ -224,14 +224,22 @@ __device__ inline int select_top_p(const RandomRow& r, const MaskedRow& p, Share
   for (int b = threadIdx.x; b < rules::kNumBuckets; b += kSampleThreads) sh.bucket[b] = 0;
   __syncthreads();
   u64 local = 0;
+  int run_bucket = -1;  // a run of one bucket's tokens is added with one atomic (radix_descend's reason)
+  u64 run_mass = 0;
   for_each_value(n, p, [&](int, float x) {
     float s;
     int bucket;
     const u64 w = candidate_mass(r, x, 0, rules::kNumBuckets - 1, s, bucket);
     if (w == 0) return;
     local += w;
-    atomicAdd(&sh.bucket[bucket], w);
+    if (bucket != run_bucket) {
+      if (run_mass != 0) atomicAdd(&sh.bucket[run_bucket], run_mass);
+      run_bucket = bucket;
+      run_mass = 0;
+    }
+    run_mass += w;
   });
+  if (run_mass != 0) atomicAdd(&sh.bucket[run_bucket], run_mass);
   const u64 total = block_sum(local, sh);
   const u64 thr = rules::top_p_threshold(r.top_p, total);
   const Found cut = id_order_search(
