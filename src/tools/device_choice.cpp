@@ -105,6 +105,23 @@ DeviceMemory device_memory(kernels::Backend& backend) {
   return m;
 }
 
+DeviceMemory query_device_memory(int ordinal) {
+  DeviceMemory m;
+#ifdef FP4SERVE_HAVE_CUDA
+  try {
+    const kernels::cuda::DeviceInfo d = kernels::cuda::query_device(ordinal);
+    m.free_bytes = m.free_at_start = d.free_memory;
+    m.total_bytes = d.total_memory;
+    m.name = d.name;
+  } catch (const std::exception&) {
+    return {};
+  }
+#else
+  (void)ordinal;
+#endif
+  return m;
+}
+
 std::string describe_cuda_devices() {
   const CudaProbe p = probe_cuda();
   std::string out;

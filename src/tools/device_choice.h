@@ -62,6 +62,9 @@ struct DeviceMemory {
   std::string name;
 };
 DeviceMemory device_memory(kernels::Backend& backend);
+// The same for CUDA device `ordinal` without a backend (doctor's estimate); {} in a CPU-only build
+// or when the device cannot be queried.
+DeviceMemory query_device_memory(int ordinal);
 
 // doctor's lines: the CUDA devices (DeviceInfo::describe) or why there are none, and what
 // --device auto would pick here.

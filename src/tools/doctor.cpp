@@ -20,6 +20,7 @@
 #include "kernels/weights.h"
 #include "tools/commands.h"
 #include "tools/device_choice.h"
+#include "tools/gpu_memory_setup.h"
 #include "tools/model_source.h"
 #include "tools/doctor_host.h"
 #include "tools/preflight_checks.h"
@@ -148,6 +149,23 @@ std::string kernel_for(const PlannedModule& m, const std::string& isa, bool tier
                             : m.format.kind == WeightFormatKind::kInt4Gptq ? ", repacked at load" : "");
 }
 
+// doctor's GPU memory plan, estimated: weights = the checkpoint's bytes, activations unmeasured.
+void print_gpu_plan(const ModelFacts& m, const EngineFlags& f, const DeviceMemory& dev, uint64_t weight_bytes) {
+  std::printf("== GPU memory plan (estimate: weights = the checkpoint's %.2f GiB, activations not measured; serve "
+              "measures both) ==\n",
+              static_cast<double>(weight_bytes) / (1ull << 30));
+  if (dev.total_bytes == 0) {
+    std::printf("no estimate: CUDA device 0 could not be queried\n");
+    return;
+  }
+  try {
+    const GpuMemoryPlan plan = preview_gpu_memory_plan(m, f, dev, weight_bytes);
+    for (const auto& l : plan.log_lines) std::printf("%s\n", l.c_str());
+  } catch (const std::exception& e) {
+    std::printf("serve would refuse: %s\n", e.what());
+  }
+}
+
 void print_model(const LoadedCheckpoint& ck, const ServeSettings& s, const HostInfo& h) {
   const ModelConfig& c = ck.config();
   std::printf("== Model ==\n");
@@ -213,6 +231,8 @@ void print_model(const LoadedCheckpoint& ck, const ServeSettings& s, const HostI
     } catch (const std::exception& e) {
       std::printf("no cache plan: %s\n", e.what());
     }
+  } else {
+    print_gpu_plan(*s.model, s.engine, query_device_memory(0), ck.file_bytes());
   }
 }
 

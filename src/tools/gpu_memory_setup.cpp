@@ -70,4 +70,18 @@ GpuMemoryPlan plan_device_memory(const model::Qwen35MoeModel& model, const Engin
   return plan;
 }
 
+GpuMemoryPlan preview_gpu_memory_plan(const ModelFacts& model, const EngineFlags& f, const DeviceMemory& dev,
+                                      std::uint64_t weight_bytes) {
+  GpuMemoryPlanInput in;
+  in.device_name = dev.name;
+  in.total_bytes = dev.total_bytes;
+  in.free_at_start = dev.free_at_start;
+  in.gpu_memory_utilization = parse_gpu_memory_utilization(f.gpu_memory_utilization);
+  in.kv_cache_memory_bytes = f.kv_cache_memory.empty() ? 0 : parse_byte_size(f.kv_cache_memory, "--kv-cache-memory-bytes");
+  in.weight_bytes = weight_bytes;
+  in.cache = preview_cache_plan_input(model, f);
+  in.cache.device_label = "GPU";
+  return plan_gpu_memory(in);
+}
+
 }  // namespace fp4serve::tools

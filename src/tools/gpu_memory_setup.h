@@ -12,8 +12,10 @@
 
 #include "engine/engine.h"
 #include "model/qwen3_5_moe.h"
+#include "tools/device_choice.h"
 #include "tools/engine_setup.h"
 #include "tools/gpu_memory_plan.h"
+#include "tools/preflight_checks.h"
 
 namespace fp4serve::tools {
 
@@ -25,5 +27,11 @@ engine::CachePlanInput cache_plan_input(const model::Qwen35MoeModel& model, cons
 // start-up log). Throws GpuMemoryPlanError when the plan refuses.
 GpuMemoryPlan plan_device_memory(const model::Qwen35MoeModel& model, const EngineFlags& flags,
                                  engine::EngineConfig& config);
+
+// doctor's estimate before anything is loaded: the weights taken as `weight_bytes` (the checkpoint's
+// size), the activations not measured (0: the real plan has less for the cache), on device `dev`.
+// Throws GpuMemoryPlanError where serve's plan would refuse (or std::runtime_error for a flag).
+GpuMemoryPlan preview_gpu_memory_plan(const ModelFacts& model, const EngineFlags& flags, const DeviceMemory& dev,
+                                      std::uint64_t weight_bytes);
 
 }  // namespace fp4serve::tools

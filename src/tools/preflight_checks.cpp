@@ -383,10 +383,15 @@ uint64_t cache_budget_bytes(const EngineFlags& flags, const HostInfo& host, std:
 }
 
 engine::CachePlan preview_cache_plan(const ModelFacts& m, const EngineFlags& f, const HostInfo& host) {
+  engine::CachePlanInput in = preview_cache_plan_input(m, f);
+  in.budget_bytes = cache_budget_bytes(f, host);
+  return engine::plan_cache(in);
+}
+
+engine::CachePlanInput preview_cache_plan_input(const ModelFacts& m, const EngineFlags& f) {
   const auto kv = cpu_kv_dtype(f.kv_cache_dtype, m.checkpoint_fp8_kv);
   if (!kv) throw std::runtime_error(fmt::format("--kv-cache-dtype {}: no CPU KV cache of this dtype", f.kv_cache_dtype));
   engine::CachePlanInput in;
-  in.budget_bytes = cache_budget_bytes(f, host);
   in.max_num_seqs = f.max_num_seqs;
   in.max_num_seqs_explicit = f.max_num_seqs > 0;
   in.max_model_len = f.max_model_len > 0 ? f.max_model_len : static_cast<int>(m.max_position_embeddings);
@@ -407,7 +412,7 @@ engine::CachePlan preview_cache_plan(const ModelFacts& m, const EngineFlags& f, 
   in.prefix_caching = f.enable_prefix_caching;
   in.num_kv_blocks_override = f.num_gpu_blocks_override;
   in.kv_dtype_name = *kv == kernels::KvDtype::kBf16 ? "bf16" : "fp8_e4m3";  // engine.cpp's kv_dtype_name
-  return engine::plan_cache(in);
+  return in;
 }
 
 std::vector<RuleResult> evaluate_preflight(const ServeSettings& s, const HostInfo& h) {

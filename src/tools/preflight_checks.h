@@ -124,5 +124,7 @@ uint64_t cache_budget_bytes(const EngineFlags& flags, const HostInfo& host, std:
 // inputs Engine's constructor gives plan_cache). Throws EngineConfigError as plan_cache does, and
 // std::runtime_error for an unusable --kv-cache-dtype or --kv-cache-memory.
 engine::CachePlan preview_cache_plan(const ModelFacts& model, const EngineFlags& flags, const HostInfo& host);
+// Its input without the budget (the GPU preview gives its own: gpu_memory_setup.h).
+engine::CachePlanInput preview_cache_plan_input(const ModelFacts& model, const EngineFlags& flags);
 
 }  // namespace fp4serve::tools

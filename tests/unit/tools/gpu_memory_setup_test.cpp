@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "checkpoint/weight_loader.h"
 #include "engine/engine.h"
 #include "tools/gpu_memory_setup.h"
 
@@ -58,6 +59,25 @@ TEST(GpuMemorySetup, CachePlanInputIsTheEnginesOwn) {
       EXPECT_EQ(p.kv_tokens, eng.info().cache.kv_tokens);
     }
   }
+}
+
+TEST(GpuMemorySetup, DoctorsEstimateUsesTheCheckpointsShapes) {
+  LoadOptions opts;
+  opts.touch_pages = false;
+  opts.show_progress = false;
+  const LoadedCheckpoint ck = LoadedCheckpoint::open(kModels + "tiny-nvfp4", opts);
+  const ModelFacts m = model_facts(ck, kTokenizer);
+  EngineFlags f;
+  f.max_model_len = 4096;
+  DeviceMemory h200{139ull << 30, 140ull << 30, 139ull << 30, "NVIDIA H200"};
+  const GpuMemoryPlan p = preview_gpu_memory_plan(m, f, h200, 22'000'000'000ull);
+  // Budget = 0.9 x 140 GiB - the weights; the KV capacity follows the tiny model's KV bytes per token.
+  EXPECT_EQ(p.cache_budget_bytes, static_cast<std::uint64_t>(0.9 * static_cast<double>(140ull << 30)) - 22'000'000'000ull);
+  EXPECT_GT(p.kv_tokens, 4096);
+  EXPECT_THAT(p.log_lines.back(), ::testing::HasSubstr("Maximum concurrency for 4,096 tokens per request: "));
+  // The 35B checkpoint's size on a 16 GB card: refused before anything is loaded.
+  DeviceMemory rtx{15ull << 30, 16'303ull << 20, 15ull << 30, "NVIDIA GeForce RTX 5070 Ti"};
+  EXPECT_THROW(preview_gpu_memory_plan(m, f, rtx, 22'000'000'000ull), GpuMemoryPlanError);
 }
 
 }  // namespace
