@@ -12,6 +12,7 @@
 
 #include "kernels/cuda/device_arena.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/weight_upload.h"
 
 namespace fp4serve::kernels::cuda {
 
@@ -28,6 +29,10 @@ struct CudaContext {
   int selected = select_device(info.ordinal);  // before the arenas: their memory is on this device
   cudaStream_t stream = nullptr;
   DeviceArena weights{"weights", std::size_t{256} << 20};
+  // Fills `weights` at load through pinned staging buffers and a copy stream of its own
+  // (weight_upload.h); destroyed before the arena, so its copies finish first. Ops and transfers on
+  // `stream` fence() it first (the backend does).
+  WeightUploader loader;
   ScratchArena scratch;
   StagingRing staging;
   std::string last_op;       // for errors reported by a later synchronize

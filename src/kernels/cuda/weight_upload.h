@@ -1,0 +1,84 @@
+// Loading weights onto the device: the host packs each weight (linear_pack.h) or copies each tensor
+// straight into one of two pinned staging buffers, and a copy stream of the loader's own moves the
+// buffer's bytes into the weight arena while the host fills the other buffer. The host keeps no
+// second copy of a weight: the pieces live in the staging buffers only until their copy is done, and
+// the caller releases the checkpoint's pages of a weight as soon as it is staged.
+//
+//   buffers   kBuffers pinned buffers of kBufferBytes (64 MiB), allocated at the first weight and
+//             freed by finish(); staging_plan.h decides which bytes go where. Weights larger than a
+//             buffer are packed and copied in pieces of whole column tiles (or scale units, or bytes
+//             for a plain tensor); a single column tile larger than a buffer (no real shape has one)
+//             makes the buffers grow to hold it.
+//   reuse     leaving a buffer records its event on the copy stream; entering a buffer waits on the
+//             host for its event (its earlier copies are done) before the packer writes to it.
+//   ordering  the compute stream must not read a weight before its copy is done: fence() makes it
+//             wait (cudaStreamWaitEvent, no host wait) for every copy staged so far. The backend calls
+//             it before every op and every transfer on the compute stream; it costs nothing when no
+//             weight was staged since the last fence.
+//   finish    (weights_summary(): the end of loading) fences, waits for the copy stream, frees the
+//             pinned buffers and stops the clock. Weights prepared later start a new stretch.
+//   progress  load_progress.h: a log line (spdlog info) at most once a second with GB done and GB/s,
+//             and the summary weights_summary() shows.
+//
+// Compiled-only here (no GPU on the build machine): the first GPU session must run the harness's
+// linears, MoE and prepare_tensor users with FP4SERVE_CUDA_SYNC=1 (backend_ops_cuda_tests:
+// LinearsEveryFormat, Moe) and read the load figure from fp4serve's weights_summary line.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "kernels/cuda/load_progress.h"
+#include "kernels/cuda/staging_plan.h"
+
+namespace fp4serve::kernels::cuda {
+
+class WeightUploader {
+ public:
+  static constexpr std::size_t kBufferBytes = std::size_t{64} << 20;
+  static constexpr int kBuffers = 2;
+
+  // Writes rows [row0, row1) of an array to `dst` (host memory of (row1 - row0) * row_bytes bytes).
+  using Fill = std::function<void(int64_t row0, int64_t row1, void* dst)>;
+
+  explicit WeightUploader(std::size_t buffer_bytes = kBufferBytes, int buffers = kBuffers);
+  ~WeightUploader();
+  WeightUploader(const WeightUploader&) = delete;
+  WeightUploader& operator=(const WeightUploader&) = delete;
+
+  // Stages an array of `rows` rows of `row_bytes` (fill writes them) and enqueues its copy to
+  // `device_dst` on the copy stream. Returns once every row is staged: the array's sources may then
+  // be released. `what` names it in errors.
+  void upload(void* device_dst, int64_t rows, std::size_t row_bytes, const Fill& fill, std::string_view what);
+  // A plain host array of `bytes`, copied as is.
+  void upload_bytes(void* device_dst, const void* host, std::size_t bytes, std::string_view what);
+
+  // `compute` waits (on the device) for every copy staged so far.
+  void fence(cudaStream_t compute);
+  // The end of loading: fence(compute), wait for the copies, free the pinned buffers, stop the clock.
+  void finish(cudaStream_t compute);
+
+  LoadProgress& progress() { return progress_; }
+  const LoadProgress& progress() const { return progress_; }
+
+ private:
+  void ensure_ready();
+  void allocate_buffers();
+  void free_buffers();
+
+  StagingPlanner planner_;
+  LoadProgress progress_;
+  cudaStream_t copy_ = nullptr;
+  cudaEvent_t fence_event_ = nullptr;
+  std::vector<char*> buffers_;          // pinned; empty while released
+  std::vector<cudaEvent_t> done_;       // per buffer: recorded after its last copy when left
+  std::vector<bool> busy_;              // per buffer: done_ recorded and not waited for yet
+  bool unfenced_ = false;               // copies enqueued since the last fence
+};
+
+}  // namespace fp4serve::kernels::cuda
