@@ -20,9 +20,14 @@
 //   progress  load_progress.h: a log line (spdlog info) at most once a second with GB done and GB/s,
 //             and the summary weights_summary() shows.
 //
-// Compiled-only here (no GPU on the build machine): the first GPU session must run the harness's
-// linears, MoE and prepare_tensor users with FP4SERVE_CUDA_SYNC=1 (backend_ops_cuda_tests:
-// LinearsEveryFormat, Moe) and read the load figure from fp4serve's weights_summary line.
+// Compiled-only (no GPU on the build machine; the planner, the range packers and the progress meter
+// are tested on the CPU: tests/unit/kernels/cuda_weight_upload_test.cpp). The first GPU session must:
+//   - run backend_ops_cuda_tests as is and with FP4SERVE_CUDA_SYNC=1 (LinearsEveryFormat, Moe, the
+//     model-shape cases: they prepare weights between ops, so they exercise the fence);
+//   - load something larger than the two buffers (cuda_ops_bench's lm_head and MoE layers, or
+//     `fp4serve bench model` on a synth checkpoint) and check its results against the CPU as above;
+//   - read the load figure in the weights_summary line ("uploaded X GB in Y s (Z GB/s)") next to
+//     the host-to-device bandwidth of the machine (the packing on the host may be the limit).
 #pragma once
 
 #include <cuda_runtime.h>
