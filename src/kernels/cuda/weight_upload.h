@@ -4,6 +4,9 @@
 // second copy of a weight: the pieces live in the staging buffers only until their copy is done, and
 // the caller releases the checkpoint's pages of a weight as soon as it is staged.
 //
+// The loop itself (which piece goes where, when to wait, the progress) is StagingLoader
+// (staging_loader.h), host code driven here by the CUDA copy engine below.
+//
 //   buffers   kBuffers pinned buffers of kBufferBytes (64 MiB), allocated at the first weight and
 //             freed by finish(); staging_plan.h decides which bytes go where. Weights larger than a
 //             buffer are packed and copied in pieces of whole column tiles (or scale units, or bytes
@@ -20,8 +23,10 @@
 //   progress  load_progress.h: a log line (spdlog info) at most once a second with GB done and GB/s,
 //             and the summary weights_summary() shows.
 //
-// Compiled-only (no GPU on the build machine; the planner, the range packers and the progress meter
-// are tested on the CPU: tests/unit/kernels/cuda_weight_upload_test.cpp). The first GPU session must:
+// Tested on the CPU (tests/unit/kernels/cuda_weight_upload_test.cpp): the planner, the range packers,
+// the progress meter, and StagingLoader's loop against a simulated copy engine whose copies read the
+// staging buffers as late as the events allow. Compiled-only (no GPU on the build machine): the CUDA
+// calls of CudaStagingTarget and the fence. The first GPU session must:
 //   - run backend_ops_cuda_tests as is and with FP4SERVE_CUDA_SYNC=1 (LinearsEveryFormat, Moe, the
 //     model-shape cases: they prepare weights between ops, so they exercise the fence);
 //   - load something larger than the two buffers (cuda_ops_bench's lm_head and MoE layers, or
@@ -34,56 +39,75 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string_view>
 #include <vector>
 
-#include "kernels/cuda/load_progress.h"
-#include "kernels/cuda/staging_plan.h"
+#include "kernels/cuda/staging_loader.h"
 
 namespace fp4serve::kernels::cuda {
+
+// StagingTarget on CUDA: pinned buffers (cudaHostAlloc), a non-blocking copy stream of its own and
+// one event per buffer, all created at first use.
+class CudaStagingTarget final : public StagingTarget {
+ public:
+  explicit CudaStagingTarget(int buffers) : buffers_(buffers) {}
+  ~CudaStagingTarget() override;
+  CudaStagingTarget(const CudaStagingTarget&) = delete;
+  CudaStagingTarget& operator=(const CudaStagingTarget&) = delete;
+
+  char* allocate(std::size_t bytes) override;
+  void release(char* buffer) override;
+  void copy(void* device_dst, const char* staged, std::size_t bytes) override;
+  void record(int buffer) override;
+  void wait(int buffer) override;
+  void drain() override;
+  // `compute` waits on the device for every copy enqueued so far.
+  void fence(cudaStream_t compute);
+
+ private:
+  void ensure_stream();
+  int buffers_;
+  cudaStream_t copy_ = nullptr;
+  cudaEvent_t fence_event_ = nullptr;
+  std::vector<cudaEvent_t> done_;
+};
 
 class WeightUploader {
  public:
   static constexpr std::size_t kBufferBytes = std::size_t{64} << 20;
   static constexpr int kBuffers = 2;
+  using Fill = StagingLoader::Fill;
 
-  // Writes rows [row0, row1) of an array to `dst` (host memory of (row1 - row0) * row_bytes bytes).
-  using Fill = std::function<void(int64_t row0, int64_t row1, void* dst)>;
-
-  explicit WeightUploader(std::size_t buffer_bytes = kBufferBytes, int buffers = kBuffers);
-  ~WeightUploader();
-  WeightUploader(const WeightUploader&) = delete;
-  WeightUploader& operator=(const WeightUploader&) = delete;
+  explicit WeightUploader(std::size_t buffer_bytes = kBufferBytes, int buffers = kBuffers)
+      : target_(buffers), loader_(target_, buffer_bytes, buffers) {}
 
   // Stages an array of `rows` rows of `row_bytes` (fill writes them) and enqueues its copy to
   // `device_dst` on the copy stream. Returns once every row is staged: the array's sources may then
-  // be released. `what` names it in errors.
-  void upload(void* device_dst, int64_t rows, std::size_t row_bytes, const Fill& fill, std::string_view what);
+  // be released. `what` names it in errors and logs.
+  void upload(void* device_dst, int64_t rows, std::size_t row_bytes, const Fill& fill, std::string_view what) {
+    loader_.upload(device_dst, rows, row_bytes, fill, what);
+  }
   // A plain host array of `bytes`, copied as is.
-  void upload_bytes(void* device_dst, const void* host, std::size_t bytes, std::string_view what);
-
-  // `compute` waits (on the device) for every copy staged so far.
-  void fence(cudaStream_t compute);
+  void upload_bytes(void* device_dst, const void* host, std::size_t bytes, std::string_view what) {
+    loader_.upload_bytes(device_dst, host, bytes, what);
+  }
+  // `compute` waits (on the device) for every copy staged so far; nothing when none was since the
+  // last fence.
+  void fence(cudaStream_t compute) {
+    if (loader_.take_unfenced()) target_.fence(compute);
+  }
   // The end of loading: fence(compute), wait for the copies, free the pinned buffers, stop the clock.
-  void finish(cudaStream_t compute);
+  void finish(cudaStream_t compute) {
+    fence(compute);
+    loader_.finish();
+  }
 
-  LoadProgress& progress() { return progress_; }
-  const LoadProgress& progress() const { return progress_; }
+  LoadProgress& progress() { return loader_.progress(); }
+  const LoadProgress& progress() const { return loader_.progress(); }
 
  private:
-  void ensure_ready();
-  void allocate_buffers();
-  void free_buffers();
-
-  StagingPlanner planner_;
-  LoadProgress progress_;
-  cudaStream_t copy_ = nullptr;
-  cudaEvent_t fence_event_ = nullptr;
-  std::vector<char*> buffers_;          // pinned; empty while released
-  std::vector<cudaEvent_t> done_;       // per buffer: recorded after its last copy when left
-  std::vector<bool> busy_;              // per buffer: done_ recorded and not waited for yet
-  bool unfenced_ = false;               // copies enqueued since the last fence
+  CudaStagingTarget target_;  // before loader_: the loader drains it when destroyed
+  StagingLoader loader_;
 };
 
 }  // namespace fp4serve::kernels::cuda

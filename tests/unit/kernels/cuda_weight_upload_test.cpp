@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -17,6 +18,7 @@
 #include "kernel_test_util.h"
 #include "kernels/cuda/linear_pack.h"
 #include "kernels/cuda/load_progress.h"
+#include "kernels/cuda/staging_loader.h"
 #include "kernels/cuda/staging_plan.h"
 
 namespace fp4serve::kernels::cuda {
@@ -324,6 +326,121 @@ TEST(CudaLoadProgress, SummaryCountsOnlyTheLoadingStretches) {
   EXPECT_EQ(p.line(), "loading weights to cuda: 2.5 GB, 1.0 GB/s");
   p.stop();  // idempotent
   EXPECT_DOUBLE_EQ(p.seconds(), 2.5);
+}
+
+
+// ---- the loader's loop against a simulated copy engine -----------------------------------------
+
+// The laziest copy engine the events allow: a copy reads its staged bytes only when the host waits
+// for an event recorded after it, or drains. A loader that rewrote a staging buffer before that
+// would leave wrong bytes on the "device".
+class LazyCopyEngine final : public StagingTarget {
+ public:
+  ~LazyCopyEngine() override { EXPECT_EQ(live_, 0) << "staging buffers never released"; }
+  char* allocate(std::size_t bytes) override {
+    ++live_;
+    ++allocations;
+    buffers_.push_back(std::make_unique<char[]>(bytes));
+    std::memset(buffers_.back().get(), 0x5A, bytes);
+    return buffers_.back().get();
+  }
+  void release(char* buffer) override {
+    EXPECT_EQ(done_, queue_.size()) << "a staging buffer released while its copies may be pending";
+    for (auto& b : buffers_)
+      if (b.get() == buffer) {
+        std::memset(b.get(), 0xEE, 1);  // a copy still reading it would see this
+        --live_;
+        return;
+      }
+    ADD_FAILURE() << "release of a buffer never allocated";
+  }
+  void copy(void* dst, const char* staged, std::size_t bytes) override { queue_.push_back({dst, staged, bytes}); }
+  void record(int buffer) override {
+    if (recorded_.size() <= static_cast<std::size_t>(buffer)) recorded_.resize(static_cast<std::size_t>(buffer) + 1, 0);
+    recorded_[static_cast<std::size_t>(buffer)] = queue_.size();
+  }
+  void wait(int buffer) override {
+    ASSERT_LT(static_cast<std::size_t>(buffer), recorded_.size()) << "a wait on a buffer never recorded";
+    ++waits;
+    run_until(recorded_[static_cast<std::size_t>(buffer)]);
+  }
+  void drain() override { run_until(queue_.size()); }
+
+  int waits = 0, allocations = 0;
+
+ private:
+  struct Copy {
+    void* dst;
+    const char* src;
+    std::size_t bytes;
+  };
+  void run_until(std::size_t n) {
+    for (; done_ < n; ++done_) std::memcpy(queue_[done_].dst, queue_[done_].src, queue_[done_].bytes);
+  }
+  std::vector<std::unique_ptr<char[]>> buffers_;
+  std::vector<Copy> queue_;
+  std::vector<std::size_t> recorded_;
+  std::size_t done_ = 0;
+  int live_ = 0;
+};
+
+// What prepare_linear does, on host memory standing in for the device: the three arrays of every
+// golden weight through the loop, then a plain tensor larger than a buffer; after finish() every
+// array equals the weight packed whole.
+TEST(CudaStagingLoader, EveryWeightArrivesIntactThroughLazyCopies) {
+  for (std::size_t buffer_bytes : {std::size_t{16} << 10, std::size_t{64} << 10})
+    for (int buffers : {1, 2, 3}) {
+      const std::string setup = std::to_string(buffers) + " buffers of " + std::to_string(buffer_bytes);
+      LazyCopyEngine engine;
+      StagingLoader loader(engine, buffer_bytes, buffers);
+      struct Loaded {
+        PackedLinear want;
+        std::vector<uint8_t> words, units, fp4;
+      };
+      std::vector<std::unique_ptr<Loaded>> loaded;
+      std::vector<test::RandomWeight> sources;
+      std::size_t total = 0;
+      for (const Golden& g : kGolden) {
+        sources.push_back(test::make_random_weight(g.kind, g.n, g.k, 31));
+        const WeightView& w = sources.back().view;
+        const PackedShape s = packed_shape(w);
+        auto l = std::make_unique<Loaded>();
+        l->want = pack_linear(w);
+        l->words.assign(s.word_bytes(), 0);
+        l->units.assign(s.unit_scale_bytes(), 0);
+        l->fp4.assign(s.fp4_scale_bytes(), 0);
+        loader.upload(l->words.data(), s.n_tiles, s.word_bytes_per_tile(),
+                      [&](int64_t a, int64_t b, void* d) { pack_words_into(s, w, a, b, d); }, "words");
+        loader.upload(l->units.data(), s.units(), s.unit_scale_bytes_per_unit(),
+                      [&](int64_t a, int64_t b, void* d) { pack_unit_scales_into(s, w, a, b, d); }, "unit scales");
+        loader.upload(l->fp4.data(), s.n_tiles, s.fp4_scale_bytes_per_tile(),
+                      [&](int64_t a, int64_t b, void* d) { pack_fp4_scales_into(s, w, a, b, d); }, "block scales");
+        total += s.word_bytes() + s.unit_scale_bytes() + s.fp4_scale_bytes();
+        loaded.push_back(std::move(l));
+      }
+      std::vector<uint8_t> tensor(150'001), tensor_dev(tensor.size(), 0);
+      for (std::size_t i = 0; i < tensor.size(); ++i) tensor[i] = static_cast<uint8_t>(i * 131 + 7);
+      loader.upload_bytes(tensor_dev.data(), tensor.data(), tensor.size(), "tensor");
+      total += tensor.size();
+      EXPECT_TRUE(loader.take_unfenced());
+      EXPECT_FALSE(loader.take_unfenced());
+      loader.finish();
+      EXPECT_EQ(loader.progress().bytes(), total) << setup;
+      EXPECT_FALSE(loader.progress().loading());
+      for (std::size_t i = 0; i < loaded.size(); ++i) {
+        const Loaded& l = *loaded[i];
+        EXPECT_EQ(l.words, bytes_of(l.want.words)) << setup << ", " << name_of(kGolden[i]);
+        EXPECT_EQ(l.units, bytes_of(l.want.unit_scales)) << setup << ", " << name_of(kGolden[i]);
+        EXPECT_EQ(l.fp4, bytes_of(l.want.fp4_scales)) << setup << ", " << name_of(kGolden[i]);
+      }
+      EXPECT_EQ(tensor_dev, tensor) << setup;
+      EXPECT_GT(engine.waits, 0) << setup << ": the buffers were never reused";
+      // Loading again after finish() allocates the buffers again and still arrives.
+      std::vector<uint8_t> again(1000, 0);
+      loader.upload_bytes(again.data(), tensor.data(), again.size(), "again");
+      loader.finish();
+      EXPECT_TRUE(std::equal(again.begin(), again.end(), tensor.begin())) << setup;
+    }
 }
 
 }  // namespace
