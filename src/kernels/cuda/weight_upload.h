@@ -27,8 +27,10 @@
 // the progress meter, and StagingLoader's loop against a simulated copy engine whose copies read the
 // staging buffers as late as the events allow. Compiled-only (no GPU on the build machine): the CUDA
 // calls of CudaStagingTarget and the fence. The first GPU session must:
-//   - run backend_ops_cuda_tests as is and with FP4SERVE_CUDA_SYNC=1 (LinearsEveryFormat, Moe, the
-//     model-shape cases: they prepare weights between ops, so they exercise the fence);
+//   - run ctest -L gpu: backend_ops_cuda_tests as is (LinearsEveryFormat, Moe, the model-shape cases
+//     prepare weights between ops, so they exercise the fence) and cuda.BackendOps.small_staging_buffers
+//     (the same cases with 32 KiB buffers: many pieces per weight, buffer reuse, one growth, and
+//     FP4SERVE_CUDA_SYNC=1);
 //   - load something larger than the two buffers (cuda_ops_bench's lm_head and MoE layers, or
 //     `fp4serve bench model` on a synth checkpoint) and check its results against the CPU as above;
 //   - read the load figure in the weights_summary line ("uploaded X GB in Y s (Z GB/s)") next to
