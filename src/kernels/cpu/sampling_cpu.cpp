@@ -85,7 +85,9 @@ SampleResult sample_row(float* logits, const SampleRow& in, std::size_t vocab, s
   return out;
 }
 
-void check_call(std::span<const SampleRow> rows, const SamplingConfig& config, std::span<SampleResult> out) {
+}  // namespace
+
+void check_sample_call(std::span<const SampleRow> rows, const SamplingConfig& config, std::span<SampleResult> out) {
   if (config.vocab_size <= 0 || config.valid_vocab_size <= 0 || config.valid_vocab_size > config.vocab_size)
     throw std::invalid_argument("sample: valid vocabulary size " + std::to_string(config.valid_vocab_size) +
                                 " must be in [1, logits row length " + std::to_string(config.vocab_size) + "]");
@@ -110,11 +112,9 @@ void check_call(std::span<const SampleRow> rows, const SamplingConfig& config, s
   }
 }
 
-}  // namespace
-
 void sample_rows(float* logits, int64_t row_stride, std::span<const SampleRow> rows, const SamplingConfig& config,
                  std::span<SampleResult> out) {
-  check_call(rows, config, out);
+  check_sample_call(rows, config, out);
   if (row_stride < config.vocab_size) throw std::invalid_argument("sample: rows overlap (stride below the row length)");
   // Uniforms are fixed before the parallel loop: seeded rows from (seed, position), unseeded
   // random rows from the engine generator in row order. Threads then only read them.

@@ -22,6 +22,10 @@ namespace fp4serve::kernels::cpu {
 // restored during the call). Throws std::invalid_argument, before any row is touched, for an
 // impossible config, a row without options, a `top` too small for its logprobs, a logprob id
 // outside the row, or out.size() != rows.size().
+// The call's checks (every backend's sample() makes them before touching anything): throws
+// std::invalid_argument as sample_rows documents.
+void check_sample_call(std::span<const SampleRow> rows, const SamplingConfig& config, std::span<SampleResult> out);
+
 void sample_rows(float* logits, int64_t row_stride, std::span<const SampleRow> rows, const SamplingConfig& config,
                  std::span<SampleResult> out);
 
