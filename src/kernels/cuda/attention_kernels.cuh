@@ -18,6 +18,7 @@
 
 #include "kernels/cuda/attention_numerics.h"
 #include "kernels/cuda/attention_plan.h"
+#include "kernels/cuda/glibc_expf.h"
 
 namespace fp4serve::kernels::cuda::attn {
 
@@ -236,7 +237,7 @@ __device__ __forceinline__ int64_t partial_index(const SeqArgs& S, const Query& 
 }
 
 // The query's output row from its folded o (acc) and l: kHfEager o = bf16(acc), kFp32 o = bf16(acc / l);
-// with a gate out = bf16(o * bf16(sigmoid(gate))) (sigmoid through double exp: glibc's expf result).
+// with a gate out = bf16(o * bf16(sigmoid(gate))) (sigmoid through glibc_expf.h: glibc's expf result).
 __device__ __forceinline__ void write_output(const SeqArgs& S, const OpArgs& A, const Query& qr,
                                              const float (&acc)[kLaneElems], float l, int lane) {
   const int D = A.head_dim;
@@ -251,7 +252,7 @@ __device__ __forceinline__ void write_output(const SeqArgs& S, const OpArgs& A, 
       out[d] = f32_to_bf16_bits(o);
     } else {
       const float g = bf16_bits_to_f32(gate[d]);
-      const float sig = __fdiv_rn(1.0f, __fadd_rn(1.0f, static_cast<float>(exp(-static_cast<double>(g)))));
+      const float sig = __fdiv_rn(1.0f, __fadd_rn(1.0f, glibc::exp_f32(-g)));
       out[d] = f32_to_bf16_bits(__fmul_rn(o, round_bf16(sig)));
     }
   }

@@ -60,6 +60,7 @@ CudaBackend::~CudaBackend() = default;
 
 template <class F>
 void CudaBackend::run_op(const char* name, F&& body) {
+  ctx_->loader.fence(ctx_->stream);  // no op reads a weight before its copy is done
   ctx_->scratch.reset();
   ctx_->last_op = name;
   body();
@@ -104,6 +105,7 @@ DeviceBuffer CudaBackend::allocate(std::size_t bytes, std::string_view what) {
 void CudaBackend::upload(const TensorView& dst, const void* host) {
   expect_cuda({&dst}, "upload");
   if (!dst.is_contiguous()) throw std::invalid_argument("CudaBackend::upload: destination is not contiguous");
+  ctx_->loader.fence(ctx_->stream);
   // From pageable memory the copy returns once the bytes are staged, so the caller may reuse `host`;
   // pinned memory is read later by the DMA, so then wait.
   check(cudaMemcpyAsync(dst.data, host, dst.bytes(), cudaMemcpyHostToDevice, ctx_->stream), "upload", dst);
@@ -113,6 +115,7 @@ void CudaBackend::upload(const TensorView& dst, const void* host) {
 void CudaBackend::download(void* host, const TensorView& src) {
   expect_cuda({&src}, "download");
   if (!src.is_contiguous()) throw std::invalid_argument("CudaBackend::download: source is not contiguous");
+  ctx_->loader.fence(ctx_->stream);  // a prepared tensor read back
   check(cudaMemcpyAsync(host, src.data, src.bytes(), cudaMemcpyDeviceToHost, ctx_->stream), "download", src);
   check(cudaStreamSynchronize(ctx_->stream), "download (or an op before it: " + ctx_->last_op + ")", src);
 }
@@ -149,6 +152,7 @@ void CudaBackend::zero(const TensorView& dst) {
 }
 
 void CudaBackend::synchronize() {
+  ctx_->loader.fence(ctx_->stream);
   check(cudaStreamSynchronize(ctx_->stream), "synchronize (fault in or before op " + ctx_->last_op + ")");
   ctx_->scratch.release_retired();
 }
@@ -156,34 +160,16 @@ void CudaBackend::synchronize() {
 // ---- weights -----------------------------------------------------------------------------------
 
 LinearHandle CudaBackend::prepare_linear(const WeightView& w, const ReleaseSource& release) {
-  LinearHandle h = cuda::prepare_linear(*ctx_, w);
+  // Packed and staged through the loader; the checkpoint's pages go as soon as the weight is staged.
+  LinearHandle h = cuda::prepare_linear(*ctx_, w, release);
   ++linears_;
-  // The device holds its own copy: the checkpoint's pages may go.
-  if (release)
-    for (auto bytes : weight_source_bytes(w)) release(bytes);
   return h;
 }
 
 MoeHandle CudaBackend::prepare_moe(const MoeWeights& moe, const ReleaseSource& release) {
-  MoeHandle h = cuda::prepare_moe(*ctx_, moe);
+  // Each expert's pages are released as soon as it is staged, not at the end of the block.
+  MoeHandle h = cuda::prepare_moe(*ctx_, moe, release);
   ++moes_;
-  if (release) {
-    auto drop = [&](const WeightView& w) {
-      for (auto bytes : weight_source_bytes(w)) release(bytes);
-    };
-    drop(moe.router);
-    for (const ExpertWeights& e : moe.experts) {
-      drop(e.gate);
-      drop(e.up);
-      drop(e.down);
-    }
-    if (moe.has_shared) {
-      drop(moe.shared.gate);
-      drop(moe.shared.up);
-      drop(moe.shared.down);
-      drop(moe.shared_gate);
-    }
-  }
   return h;
 }
 
@@ -192,14 +178,20 @@ TensorView CudaBackend::prepare_tensor(const TensorView& host) {
   TensorView d = host;
   d.device = Device::kCuda;
   d.data = ctx_->weights.allocate(host.bytes(), "tensor");
-  check(cudaMemcpy(d.data, host.data, host.bytes(), cudaMemcpyHostToDevice), "prepare_tensor", host);
+  ctx_->loader.upload_bytes(d.data, host.data, host.bytes(), "tensor");
   ++tensors_;
   return d;
 }
 
+void CudaBackend::expect_weight_bytes(std::size_t bytes) { ctx_->loader.progress().expect_total(bytes); }
+
 std::string CudaBackend::weights_summary() const {
-  return fmt::format("{} linears, {} MoE blocks, {} tensors on {} ({:.2f} GiB of weights)", linears_, moes_, tensors_,
-                     ctx_->info.name, static_cast<double>(ctx_->weights.used()) / (1u << 30));
+  // The end of loading: the copies are waited for here (the loader's buffers go), so the figure is
+  // the time to the last byte on the device.
+  ctx_->loader.finish(ctx_->stream);
+  return fmt::format("{} linears, {} MoE blocks, {} tensors on {} ({:.2f} GiB of weights); {}", linears_, moes_, tensors_,
+                     ctx_->info.name, static_cast<double>(ctx_->weights.used()) / (1u << 30),
+                     ctx_->loader.progress().summary());
 }
 
 // ---- ops ---------------------------------------------------------------------------------------

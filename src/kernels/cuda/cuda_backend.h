@@ -11,6 +11,9 @@
 // in a reduction). Reductions that the CPU does in its canonical 32-lane order (kernel_table.h:
 // norms, attention scores) are done in that order by one warp, so most of them match bit for bit.
 //
+// Weights (weight_upload.h) are packed into pinned staging buffers and copied on a stream of their own;
+// every op and transfer first makes the compute stream wait for the copies staged so far.
+//
 // Memory (device_arena.h): weights in a bump arena, model buffers one cudaMalloc each at start-up,
 // op temporaries in a scratch arena sized by reserve(), per-call descriptors through a pinned
 // staging ring: no cudaMalloc in a step within the reserved limits.
@@ -46,7 +49,11 @@ class CudaBackend final : public Backend {
   LinearHandle prepare_linear(const WeightView& w, const ReleaseSource& release = {}) override;
   MoeHandle prepare_moe(const MoeWeights& moe, const ReleaseSource& release = {}) override;
   TensorView prepare_tensor(const TensorView& host) override;
+  // Ends loading (waits for the weight copies, frees the staging buffers) and says what was
+  // uploaded, in how long, at what rate.
   std::string weights_summary() const override;
+  // The bytes the whole load is expected to upload, for the progress line's "done / total" (optional).
+  void expect_weight_bytes(std::size_t bytes);
 
   void embedding(const TensorView& table, const TensorView& ids, const TensorView& out) override;
   void rmsnorm(const TensorView& x, const TensorView& w, float eps, NormKind kind, const TensorView& out) override;

@@ -1,6 +1,9 @@
 #include "kernels/cuda/cuda_context.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/cuda_error.h"
 
@@ -9,6 +12,19 @@ namespace fp4serve::kernels::cuda {
 int select_device(int ordinal) {
   check(cudaSetDevice(ordinal), "context", "device " + std::to_string(ordinal));
   return ordinal;
+}
+
+std::size_t staging_buffer_bytes() {
+  const char* s = std::getenv("FP4SERVE_CUDA_STAGING_BYTES");
+  if (s == nullptr || *s == '\0') return WeightUploader::kBufferBytes;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s, &end, 10);
+  if (end == s || *end != '\0' || v < 4096 || v > (1ull << 34)) {
+    spdlog::warn("FP4SERVE_CUDA_STAGING_BYTES={} is not a byte count from 4096 to 16 GiB; using {}", s,
+                 WeightUploader::kBufferBytes);
+    return WeightUploader::kBufferBytes;
+  }
+  return static_cast<std::size_t>(v);
 }
 
 CudaContext::CudaContext(const DeviceInfo& device) : info(device) {

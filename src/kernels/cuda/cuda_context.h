@@ -12,11 +12,17 @@
 
 #include "kernels/cuda/device_arena.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/weight_upload.h"
 
 namespace fp4serve::kernels::cuda {
 
 // cudaSetDevice(ordinal); returns it (throws CudaError).
 int select_device(int ordinal);
+
+// The weight loader's staging buffer size: WeightUploader::kBufferBytes, or FP4SERVE_CUDA_STAGING_BYTES
+// (at least 4096; tests/cuda runs the harness's linear and MoE cases with tiny buffers, so that every
+// weight goes in many pieces through reused buffers).
+std::size_t staging_buffer_bytes();
 
 struct CudaContext {
   explicit CudaContext(const DeviceInfo& device);
@@ -28,6 +34,10 @@ struct CudaContext {
   int selected = select_device(info.ordinal);  // before the arenas: their memory is on this device
   cudaStream_t stream = nullptr;
   DeviceArena weights{"weights", std::size_t{256} << 20};
+  // Fills `weights` at load through pinned staging buffers and a copy stream of its own
+  // (weight_upload.h); destroyed before the arena, so its copies finish first. Ops and transfers on
+  // `stream` fence() it first (the backend does).
+  WeightUploader loader{staging_buffer_bytes()};
   ScratchArena scratch;
   StagingRing staging;
   std::string last_op;       // for errors reported by a later synchronize

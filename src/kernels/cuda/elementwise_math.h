@@ -3,14 +3,17 @@
 // cuda_elementwise_math_test.cpp). Header-only; g++ sees plain inline functions.
 //
 // The CPU ops call glibc's float functions (expf, tanhf, erff). CUDA's float versions are off by up
-// to 2 ulp, so these compute the transcendental in double and round once to float: the correctly
-// rounded result, which is glibc's wherever glibc's is (for every bf16 input of these formulas the
-// CPU test finds no difference after the op's bf16 rounding). Operation order and the float
+// to 2 ulp. exp is glibc's own algorithm step by step (glibc_expf.h: exact for every float); tanh
+// and erf are computed in double and rounded once to float: the correctly rounded result, which is
+// glibc's wherever glibc's is (for every bf16 input of these formulas the CPU test finds no
+// difference after the op's bf16 rounding). Operation order and the float
 // roundings between steps are the CPU formulas' own; nvcc runs with --fmad=false and g++ with
 // -ffp-contract=off, so nothing is fused on either side.
 #pragma once
 
 #include <cmath>
+
+#include "kernels/cuda/glibc_expf.h"
 
 // Host-and-device functions (plain inline functions for g++).
 #if defined(__CUDACC__)
@@ -22,7 +25,7 @@
 // A nested namespace: helpers of the element-wise, norm and RoPE files, apart from other ops' names.
 namespace fp4serve::kernels::cuda::elem {
 
-FP4SERVE_ELEMENTWISE_HD float exp_f32(float x) { return static_cast<float>(::exp(static_cast<double>(x))); }
+FP4SERVE_ELEMENTWISE_HD float exp_f32(float x) { return glibc::exp_f32(x); }
 
 // activation.h's silu: x / (1 + exp(-x)).
 FP4SERVE_ELEMENTWISE_HD float silu_f32(float x) { return x / (1.0f + exp_f32(-x)); }

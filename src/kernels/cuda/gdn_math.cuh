@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cuda/glibc_expf.h"
+
 #if defined(__CUDACC__)
 #define GDN_HD __host__ __device__ __forceinline__
 #else
@@ -66,10 +68,11 @@ GDN_HD float fma_f32(float a, float b, float c) {
   return std::fma(a, b, c);
 #endif
 }
-// glibc's expf(x), log1pf(x).
+// glibc's expf(x) (glibc_expf.h: its algorithm step by step, since (float)exp((double)x) differs
+// from it on ~1e-4 of float inputs), log1pf(x).
 GDN_HD float exp_f32(float x) {
 #if defined(__CUDA_ARCH__)
-  return static_cast<float>(exp(static_cast<double>(x)));
+  return glibc::exp_f32(x);
 #else
   return std::exp(x);
 #endif

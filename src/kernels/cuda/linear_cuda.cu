@@ -32,13 +32,24 @@ struct CudaGrouped {
 
 constexpr int64_t kMaxGridY = 65535;
 
+// A host array as weight memory (through the loader's staging buffers).
 template <class T>
 T* upload_weight(CudaContext& ctx, const std::vector<T>& host, const char* what) {
   if (host.empty()) return nullptr;
   const std::size_t bytes = host.size() * sizeof(T);
   void* d = ctx.weights.allocate(bytes, what);
-  check(cudaMemcpy(d, host.data(), bytes, cudaMemcpyHostToDevice), "prepare_linear", what);
+  ctx.loader.upload_bytes(d, host.data(), bytes, what);
   return static_cast<T*>(d);
+}
+
+// One array of a packed weight: arena memory for `rows` rows of `row_bytes`, packed by `pack` into
+// the loader's staging buffers a range of rows at a time (no host copy of the whole array).
+template <class Pack>
+void* upload_packed(CudaContext& ctx, int64_t rows, std::size_t row_bytes, const char* what, Pack pack) {
+  if (rows <= 0 || row_bytes == 0) return nullptr;
+  void* d = ctx.weights.allocate(static_cast<std::size_t>(rows) * row_bytes, what);
+  ctx.loader.upload(d, rows, row_bytes, pack, what);
+  return d;
 }
 
 // Calls f.template operator()<KIND, UNITS>() for a weight's kernel instantiation.
@@ -140,20 +151,30 @@ const CudaLinear& linear_of(const LinearHandle& h, const char* op) {
 
 }  // namespace
 
-LinearHandle prepare_linear(CudaContext& ctx, const WeightView& w) {
-  const PackedLinear p = pack_linear(w);
+LinearHandle prepare_linear(CudaContext& ctx, const WeightView& w, const ReleaseSource& release) {
+  const PackedShape s = packed_shape(w);  // throws for what the kernel cannot take, before any upload
   CudaLinear l;
   l.format = w.format;
-  l.kind = p.kind;
-  l.n = static_cast<int32_t>(p.n);
-  l.k = static_cast<int32_t>(p.k);
-  l.n_pad = static_cast<int32_t>(p.n_pad());
-  l.steps = static_cast<int32_t>(p.steps);
-  l.unit_tiles = p.unit_tiles;
-  l.dev.vecs = reinterpret_cast<const uint4*>(upload_weight(ctx, p.words, "linear weight"));
-  l.dev.unit_scales = upload_weight(ctx, p.unit_scales, "linear scales");
-  l.dev.fp4_scales = upload_weight(ctx, p.fp4_scales, "linear block scales");
-  l.dev.tensor_scale = p.tensor_scale;
+  l.kind = s.kind;
+  l.n = static_cast<int32_t>(s.n);
+  l.k = static_cast<int32_t>(s.k);
+  l.n_pad = static_cast<int32_t>(s.n_pad());
+  l.steps = static_cast<int32_t>(s.steps);
+  l.unit_tiles = s.unit_tiles;
+  // Packed in pieces of column tiles (scale units) straight into the staging buffers.
+  l.dev.vecs = static_cast<const uint4*>(
+      upload_packed(ctx, s.n_tiles, s.word_bytes_per_tile(), "linear weight",
+                    [&](int64_t t0, int64_t t1, void* dst) { pack_words_into(s, w, t0, t1, dst); }));
+  l.dev.unit_scales = static_cast<const float*>(
+      upload_packed(ctx, s.units(), s.unit_scale_bytes_per_unit(), "linear scales",
+                    [&](int64_t u0, int64_t u1, void* dst) { pack_unit_scales_into(s, w, u0, u1, dst); }));
+  l.dev.fp4_scales = static_cast<const uint8_t*>(
+      upload_packed(ctx, s.n_tiles, s.fp4_scale_bytes_per_tile(), "linear block scales",
+                    [&](int64_t t0, int64_t t1, void* dst) { pack_fp4_scales_into(s, w, t0, t1, dst); }));
+  l.dev.tensor_scale = s.tensor_scale;
+  // Every byte the device needs is staged: the checkpoint's pages of this weight may go now.
+  if (release)
+    for (auto bytes : weight_source_bytes(w)) release(bytes);
   with_kernel(l.kind, l.unit_tiles != 0, [&]<PackedKind KIND, bool UNITS>() { opt_in_smem<KIND, UNITS>("prepare_linear"); });
   return LinearHandle{ctx.keep(l), w.n, w.k, w.format};
 }

@@ -1,6 +1,7 @@
 // Linears on CUDA (weights.h gives each format's numbers): BF16, FP8 per-tensor, FP8 128-block,
-// NVFP4 and INT4, y[M, N] f32 = x[M, K] bf16 @ W^T. Weights are uploaded (and repacked where the
-// kernel wants its own layout) by prepare_linear; the kernels dequantize in registers.
+// NVFP4 and INT4, y[M, N] f32 = x[M, K] bf16 @ W^T. Weights are repacked into the kernel's layout and
+// uploaded by prepare_linear, through the loader (weight_upload.h); the kernels dequantize in
+// registers.
 //
 // Batch invariance: an output row's value depends on its own x row only (one fixed K order per
 // format and shape, never a split-K or tile choice that depends on M).
@@ -13,7 +14,9 @@
 
 namespace fp4serve::kernels::cuda {
 
-LinearHandle prepare_linear(CudaContext& ctx, const WeightView& w);
+// Packs `w` into the kernel's layout and stages it to the device through ctx.loader, then hands the
+// checkpoint's byte ranges of `w` to `release` (the host keeps no copy).
+LinearHandle prepare_linear(CudaContext& ctx, const WeightView& w, const ReleaseSource& release = {});
 void linears(CudaContext& ctx, const TensorView& x, std::span<const LinearOut> outs);
 
 // The MoE's expert-grouped linear: rows [offsets[e], offsets[e+1]) of x [R, K] bf16 go through

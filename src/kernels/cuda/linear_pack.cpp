@@ -14,62 +14,65 @@ std::string describe(const WeightView& w) {
   return std::string(weight_layout_name(w.format)) + " [" + std::to_string(w.n) + ", " + std::to_string(w.k) + "]";
 }
 
-// Fills p.words from `code_at(n, k)` (the raw code of W(n, k) for n < N, k < K), column tiles in
-// parallel (each tile's words are its own). The format is a template parameter so that the inner
-// loop has no per-value dispatch: the model's ~35e9 expert weights are packed at every start.
+// Writes the words of column tiles [tile0, tile1) to dst (the first of them at dst) from
+// `code_at(n, k)` (the raw code of W(n, k) for n < N, k < K), tiles in parallel (each tile's words
+// are its own). The format is a template parameter so that the inner loop has no per-value
+// dispatch: the model's ~35e9 expert weights are packed at every start.
 template <PackedKind KIND, class CodeAt>
-void pack_words(PackedLinear& p, uint32_t zero, CodeAt code_at) {
+void pack_words(const PackedShape& s, int64_t tile0, int64_t tile1, uint32_t* out, uint32_t zero, CodeAt code_at) {
   constexpr int kBits = value_bits(KIND), kVecs = vecs_per_step(KIND), kWords = 4 * kVecs;
-  cpu::parallel_for(p.n_tiles, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t tile = t0; tile < t1; ++tile)
-      for (int64_t step = 0; step < p.steps; ++step)
+  cpu::parallel_for(tile1 - tile0, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t tile = tile0 + t0; tile < tile0 + t1; ++tile)
+      for (int64_t step = 0; step < s.steps; ++step)
         for (int lane = 0; lane < 32; ++lane) {
           const int64_t n = tile * kTileN + value_dn(lane), k0 = step * kStepK;
-          const bool row_in = n < p.n, all_in = row_in && k0 + kStepK <= p.k;
+          const bool row_in = n < s.n, all_in = row_in && k0 + kStepK <= s.k;
           uint32_t words[kWords] = {};
 #pragma GCC unroll 8
           for (int j = 0; j < kTilesPerStep; ++j)
 #pragma GCC unroll 4
             for (int i = 0; i < 4; ++i) {
               const int64_t k = k0 + value_dk(lane, j, i);
-              const uint32_t code = (all_in || (row_in && k < p.k)) ? code_at(n, k) : zero;
+              const uint32_t code = (all_in || (row_in && k < s.k)) ? code_at(n, k) : zero;
               words[value_word(kBits, j, i)] |= place_code(KIND, j, i, code);
             }
           // The lane's vector q starts q * 32 vectors (q * 128 words) after its vector 0.
-          uint32_t* dst = p.words.data() + vector_index(tile, p.steps, step, kVecs, 0, lane) * 4;
+          uint32_t* dst = out + vector_index(tile - tile0, s.steps, step, kVecs, 0, lane) * 4;
           for (int w = 0; w < kWords; ++w) dst[(w / 4) * 32 * 4 + w % 4] = words[w];
         }
   });
 }
 
-void pack_codes(PackedLinear& p, const WeightView& w, uint32_t zero) {
+void pack_codes(const PackedShape& s, const WeightView& w, int64_t tile0, int64_t tile1, uint32_t* out, uint32_t zero) {
   const auto* u8 = static_cast<const uint8_t*>(w.data);
   const int64_t ld = w.ld;
   switch (w.format) {
     case WeightLayout::kBf16: {
       const auto* u16 = static_cast<const uint16_t*>(w.data);
-      pack_words<PackedKind::kBf16>(p, zero, [=](int64_t n, int64_t k) -> uint32_t { return u16[n * ld + k]; });
+      pack_words<PackedKind::kBf16>(s, tile0, tile1, out, zero,
+                                    [=](int64_t n, int64_t k) -> uint32_t { return u16[n * ld + k]; });
       break;
     }
     case WeightLayout::kFp8Tensor:
     case WeightLayout::kFp8Block:
-      pack_words<PackedKind::kFp8>(p, zero, [=](int64_t n, int64_t k) -> uint32_t { return u8[n * ld + k]; });
+      pack_words<PackedKind::kFp8>(s, tile0, tile1, out, zero,
+                                   [=](int64_t n, int64_t k) -> uint32_t { return u8[n * ld + k]; });
       break;
     case WeightLayout::kNvfp4:
-      pack_words<PackedKind::kFp4>(p, zero, [=](int64_t n, int64_t k) -> uint32_t {
+      pack_words<PackedKind::kFp4>(s, tile0, tile1, out, zero, [=](int64_t n, int64_t k) -> uint32_t {
         const uint8_t byte = u8[n * (ld / 2) + k / 2];
         return (k & 1) ? (byte >> 4) : (byte & 0xF);
       });
       break;
     case WeightLayout::kInt4Packed:
-      pack_words<PackedKind::kInt4>(p, zero, [=](int64_t n, int64_t k) -> uint32_t {
+      pack_words<PackedKind::kInt4>(s, tile0, tile1, out, zero, [=](int64_t n, int64_t k) -> uint32_t {
         const uint8_t byte = u8[n * (ld / 2) + k / 2];
         return (k & 1) ? (byte >> 4) : (byte & 0xF);
       });
       break;
     case WeightLayout::kInt4Gptq: {
       const auto* q = static_cast<const int32_t*>(w.data);
-      pack_words<PackedKind::kInt4>(p, zero, [=](int64_t n, int64_t k) -> uint32_t {
+      pack_words<PackedKind::kInt4>(s, tile0, tile1, out, zero, [=](int64_t n, int64_t k) -> uint32_t {
         return (static_cast<uint32_t>(q[(k / 8) * ld + n]) >> (4 * (k % 8))) & 0xF;
       });
       break;
@@ -124,46 +127,72 @@ PackedKind packed_kind(WeightLayout format) {
   throw std::invalid_argument("cuda prepare_linear: unknown weight layout");
 }
 
-PackedLinear pack_linear(const WeightView& w) {
+PackedShape packed_shape(const WeightView& w) {
   if (w.n <= 0 || w.k <= 0 || w.data == nullptr)
     throw std::invalid_argument("cuda prepare_linear: empty weight " + describe(w));
   if (w.format != WeightLayout::kBf16 && w.format != WeightLayout::kFp8Tensor && w.scales == nullptr)
     throw std::invalid_argument("cuda prepare_linear: weight " + describe(w) + " without scales");
   if (w.n > (int64_t{1} << 30) || w.k > (int64_t{1} << 30))
     throw std::invalid_argument("cuda prepare_linear: weight " + describe(w) + " too large");
+  PackedShape s;
+  s.format = w.format;
+  s.kind = packed_kind(w.format);
+  s.n = w.n;
+  s.k = w.k;
+  s.n_tiles = (w.n + kBlockN - 1) / kBlockN * kBlockTilesN;
+  s.steps = (w.k + kStepK - 1) / kStepK;
+  s.unit_tiles = unit_tiles_for(w);
+  s.tensor_scale = (w.format == WeightLayout::kFp8Tensor || w.format == WeightLayout::kNvfp4) ? w.tensor_scale : 1.0f;
+  return s;
+}
+
+namespace {
+void expect_range(int64_t begin, int64_t end, int64_t count, const char* what) {
+  if (begin < 0 || end < begin || end > count)
+    throw std::invalid_argument(std::string("cuda pack: ") + what + " range [" + std::to_string(begin) + ", " +
+                                std::to_string(end) + ") outside [0, " + std::to_string(count) + ")");
+}
+}  // namespace
+
+void pack_words_into(const PackedShape& s, const WeightView& w, int64_t tile0, int64_t tile1, void* dst) {
+  expect_range(tile0, tile1, s.n_tiles, "tile");
+  pack_codes(s, w, tile0, tile1, static_cast<uint32_t*>(dst), zero_code(s.kind));
+}
+
+void pack_fp4_scales_into(const PackedShape& s, const WeightView& w, int64_t tile0, int64_t tile1, void* dst) {
+  expect_range(tile0, tile1, s.n_tiles, "tile");
+  if (s.kind != PackedKind::kFp4) return;
+  auto* out = static_cast<uint8_t*>(dst);
+  const auto* sc = static_cast<const uint8_t*>(w.scales);
+  for (int64_t tile = tile0; tile < tile1; ++tile)
+    for (int64_t step = 0; step < s.steps; ++step)
+      for (int dn = 0; dn < kTileN; ++dn)
+        for (int j = 0; j < kTilesPerStep; ++j) {
+          const int64_t n = tile * kTileN + dn, k = step * kStepK + j * 16;
+          out[fp4_scale_index(tile - tile0, s.steps, step, dn) + j] = (n < w.n && k < w.k) ? sc[n * w.scale_ld + k / 16] : 0;
+        }
+}
+
+void pack_unit_scales_into(const PackedShape& s, const WeightView& w, int64_t unit0, int64_t unit1, void* dst) {
+  expect_range(unit0, unit1, s.units(), "unit");
+  if (!s.unit_tiles) return;
+  auto* out = static_cast<float*>(dst);
+  const int64_t unit_k = int64_t{s.unit_tiles} * 16, n_pad = s.n_pad();
+  for (int64_t u = unit0; u < unit1; ++u) {
+    float* row = out + (u - unit0) * n_pad;
+    for (int64_t n = 0; n < n_pad; ++n) row[n] = (n < w.n && u * unit_k < w.k) ? unit_scale_of(w, n, u * unit_k) : 0.0f;
+  }
+}
+
+PackedLinear pack_linear(const WeightView& w) {
   PackedLinear p;
-  p.format = w.format;
-  p.kind = packed_kind(w.format);
-  p.n = w.n;
-  p.k = w.k;
-  p.n_tiles = (w.n + kBlockN - 1) / kBlockN * kBlockTilesN;
-  p.steps = (w.k + kStepK - 1) / kStepK;
-  p.unit_tiles = unit_tiles_for(w);
-  p.tensor_scale = (w.format == WeightLayout::kFp8Tensor || w.format == WeightLayout::kNvfp4) ? w.tensor_scale : 1.0f;
-
-  p.words.resize(static_cast<size_t>(p.n_tiles * p.steps * vecs_per_step(p.kind) * 32 * 4));  // every word written
-  pack_codes(p, w, zero_code(p.kind));
-
-  if (p.kind == PackedKind::kFp4) {
-    p.fp4_scales.assign(static_cast<size_t>(p.n_tiles * p.steps * kTileN * kTilesPerStep), 0);
-    const auto* sc = static_cast<const uint8_t*>(w.scales);
-    for (int64_t tile = 0; tile < p.n_tiles; ++tile)
-      for (int64_t step = 0; step < p.steps; ++step)
-        for (int dn = 0; dn < kTileN; ++dn)
-          for (int j = 0; j < kTilesPerStep; ++j) {
-            const int64_t n = tile * kTileN + dn, k = step * kStepK + j * 16;
-            p.fp4_scales[static_cast<size_t>(fp4_scale_index(tile, p.steps, step, dn) + j)] =
-                (n < w.n && k < w.k) ? sc[n * w.scale_ld + k / 16] : 0;
-          }
-  }
-
-  if (p.unit_tiles) {
-    const int64_t unit_k = int64_t{p.unit_tiles} * 16, n_pad = p.n_pad();
-    p.unit_scales.assign(static_cast<size_t>(p.units() * n_pad), 0.0f);
-    for (int64_t u = 0; u < p.units(); ++u)
-      for (int64_t n = 0; n < w.n && u * unit_k < w.k; ++n)
-        p.unit_scales[static_cast<size_t>(u * n_pad + n)] = unit_scale_of(w, n, u * unit_k);
-  }
+  static_cast<PackedShape&>(p) = packed_shape(w);
+  p.words.resize(p.word_bytes() / sizeof(uint32_t));
+  pack_words_into(p, w, 0, p.n_tiles, p.words.data());
+  p.fp4_scales.resize(p.fp4_scale_bytes());
+  pack_fp4_scales_into(p, w, 0, p.n_tiles, p.fp4_scales.data());
+  p.unit_scales.resize(p.unit_scale_bytes() / sizeof(float));
+  pack_unit_scales_into(p, w, 0, p.units(), p.unit_scales.data());
   return p;
 }
 

@@ -29,6 +29,7 @@
 // independent), so a row's bits are the same alone, in any batch, and in the grouped (MoE) launch.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -279,8 +280,11 @@ FP4_LINEAR_HD int64_t grouped_tile_bound(int64_t rows, int64_t experts) {
 }
 
 // ---- host side --------------------------------------------------------------------------------
-// A weight in the kernel's layout (host copy, before upload).
-struct PackedLinear {
+// A weight's packed geometry and the sizes of its three arrays. Each array is tile- or unit-major,
+// so that a range of column tiles (words, NVFP4 block scales) or of scale units (unit scales) is
+// one contiguous byte range: the loader (weight_upload.h) packs a weight in such pieces straight
+// into its pinned staging buffers, never holding the whole packed weight on the host.
+struct PackedShape {
   WeightLayout format = WeightLayout::kBf16;
   PackedKind kind = PackedKind::kBf16;
   int64_t n = 0, k = 0;
@@ -288,18 +292,49 @@ struct PackedLinear {
   int64_t steps = 0;    // K steps of 128 (k_pad = steps * 128)
   int unit_tiles = 0;   // k16 tiles per scale unit (1, 2, 4 or 8); 0: no unit scales
   float tensor_scale = 1.0f;
-  std::vector<uint32_t> words;         // the vectors, 4 words each (vector_index * 4 + word % 4)
-  std::vector<float> unit_scales;      // [units][n_pad], units = steps * 8 / unit_tiles
-  std::vector<uint8_t> fp4_scales;     // kFp4: [n_tiles][steps][8][8] e4m3 codes
   int64_t n_pad() const { return n_tiles * kTileN; }
   int64_t units() const { return unit_tiles ? steps * (kTilesPerStep / unit_tiles) : 0; }
+  // words: [n_tiles][steps][vecs][32 lanes] 16-byte vectors (vector_index).
+  std::size_t word_bytes_per_tile() const {
+    return static_cast<std::size_t>(steps) * static_cast<std::size_t>(vecs_per_step(kind)) * 32 * 16;
+  }
+  // kFp4's block scales: [n_tiles][steps][8 columns][8 k16 tiles] e4m3 codes; 0 for other kinds.
+  std::size_t fp4_scale_bytes_per_tile() const {
+    return kind == PackedKind::kFp4 ? static_cast<std::size_t>(steps) * kTileN * kTilesPerStep : 0;
+  }
+  // unit scales: [units][n_pad] fp32; 0 without units.
+  std::size_t unit_scale_bytes_per_unit() const { return unit_tiles ? static_cast<std::size_t>(n_pad()) * 4 : 0; }
+  std::size_t word_bytes() const { return static_cast<std::size_t>(n_tiles) * word_bytes_per_tile(); }
+  std::size_t fp4_scale_bytes() const { return static_cast<std::size_t>(n_tiles) * fp4_scale_bytes_per_tile(); }
+  std::size_t unit_scale_bytes() const { return static_cast<std::size_t>(units()) * unit_scale_bytes_per_unit(); }
 };
 
 PackedKind packed_kind(WeightLayout format);
 
-// Repacks a host view (any WeightLayout). Throws std::invalid_argument naming the weight's shape for
-// what the kernel cannot take (an int4 group that is neither a divisor of 128 that is a multiple of
-// 16 nor a multiple of 128).
+// The packed geometry of a host view (any WeightLayout). Throws std::invalid_argument naming the
+// weight's shape for what the kernel cannot take (an empty weight, missing scales, an int4 group
+// that is neither a divisor of 128 that is a multiple of 16 nor a multiple of 128).
+PackedShape packed_shape(const WeightView& w);
+
+// The packers, each writing a range of one array into caller memory (every byte of the range is
+// written, padding included), from the host view `w` that `s` was made from:
+//   pack_words_into        column tiles [tile0, tile1): (tile1 - tile0) * s.word_bytes_per_tile() bytes
+//   pack_fp4_scales_into   column tiles [tile0, tile1): (tile1 - tile0) * s.fp4_scale_bytes_per_tile() bytes
+//   pack_unit_scales_into  scale units  [unit0, unit1): (unit1 - unit0) * s.unit_scale_bytes_per_unit() bytes
+// A range's bytes are the same whatever the other ranges: packing [0, a) and [a, b) equals [0, b).
+void pack_words_into(const PackedShape& s, const WeightView& w, int64_t tile0, int64_t tile1, void* dst);
+void pack_fp4_scales_into(const PackedShape& s, const WeightView& w, int64_t tile0, int64_t tile1, void* dst);
+void pack_unit_scales_into(const PackedShape& s, const WeightView& w, int64_t unit0, int64_t unit1, void* dst);
+
+// A whole weight packed into host vectors: the CPU tests' read-back form (the loader packs in pieces
+// into its staging buffers instead).
+struct PackedLinear : PackedShape {
+  std::vector<uint32_t> words;         // the vectors, 4 words each (vector_index * 4 + word % 4)
+  std::vector<float> unit_scales;      // [units][n_pad], units = steps * 8 / unit_tiles
+  std::vector<uint8_t> fp4_scales;     // kFp4: [n_tiles][steps][8][8] e4m3 codes
+};
+
+// packed_shape and the three packers over their whole ranges.
 PackedLinear pack_linear(const WeightView& w);
 
 // The value the kernel's B register holds for value i of k16 tile j of lane `lane` of (tile, step)

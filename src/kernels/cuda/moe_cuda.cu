@@ -37,28 +37,28 @@ TensorView device_view(void* p, DType dtype, int64_t rows, int64_t cols) {
 
 }  // namespace
 
-MoeHandle prepare_moe(CudaContext& ctx, const MoeWeights& moe) {
+MoeHandle prepare_moe(CudaContext& ctx, const MoeWeights& moe, const ReleaseSource& release) {
   MoeCuda m;
   m.dims = moe_dims(moe);
   m.has_shared = moe.has_shared;
-  m.router = prepare_linear(ctx, moe.router);
+  m.router = prepare_linear(ctx, moe.router, release);
   std::vector<LinearHandle> gate, up, down;
   gate.reserve(moe.experts.size());
   up.reserve(moe.experts.size());
   down.reserve(moe.experts.size());
   for (const ExpertWeights& e : moe.experts) {
-    gate.push_back(prepare_linear(ctx, e.gate));
-    up.push_back(prepare_linear(ctx, e.up));
-    down.push_back(prepare_linear(ctx, e.down));
+    gate.push_back(prepare_linear(ctx, e.gate, release));
+    up.push_back(prepare_linear(ctx, e.up, release));
+    down.push_back(prepare_linear(ctx, e.down, release));
   }
   m.gate = prepare_grouped(ctx, gate);
   m.up = prepare_grouped(ctx, up);
   m.down = prepare_grouped(ctx, down);
   if (m.has_shared) {
-    m.s_gate = prepare_linear(ctx, moe.shared.gate);
-    m.s_up = prepare_linear(ctx, moe.shared.up);
-    m.s_down = prepare_linear(ctx, moe.shared.down);
-    m.s_score = prepare_linear(ctx, moe.shared_gate);
+    m.s_gate = prepare_linear(ctx, moe.shared.gate, release);
+    m.s_up = prepare_linear(ctx, moe.shared.up, release);
+    m.s_down = prepare_linear(ctx, moe.shared.down, release);
+    m.s_score = prepare_linear(ctx, moe.shared_gate, release);
   }
   const MoeCuda* kept = ctx.keep(std::move(m));
   return MoeHandle{kept, kept->dims.hidden, kept->dims.experts, static_cast<int>(kept->dims.top_k)};

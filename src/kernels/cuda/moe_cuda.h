@@ -8,7 +8,9 @@
 
 namespace fp4serve::kernels::cuda {
 
-MoeHandle prepare_moe(CudaContext& ctx, const MoeWeights& moe);
+// Each of the block's weights goes to `release` as soon as it is staged (prepare_linear), so the
+// host never holds more than the weight being packed.
+MoeHandle prepare_moe(CudaContext& ctx, const MoeWeights& moe, const ReleaseSource& release = {});
 void moe(CudaContext& ctx, const TensorView& x, const MoeHandle& moe, const TensorView& out);
 
 }  // namespace fp4serve::kernels::cuda
