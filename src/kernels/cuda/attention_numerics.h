@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cuda/float_bits.h"
+
 #if defined(__CUDACC__)
 #define FP4_HD __host__ __device__ __forceinline__
 #else
@@ -19,37 +21,12 @@
 
 namespace fp4serve::kernels::cuda::attn {
 
-FP4_HD uint32_t f32_bits(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-#endif
-}
-
-FP4_HD float bits_f32(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-#endif
-}
-
-// tensor/float_formats.h's f32_to_bf16, bit for bit.
-FP4_HD uint16_t f32_to_bf16_bits(float x) {
-  uint32_t u = f32_bits(x);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-FP4_HD float bf16_bits_to_f32(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
-
-FP4_HD float round_bf16(float x) { return bf16_bits_to_f32(f32_to_bf16_bits(x)); }
+using bits::bits_f32;
+using bits::f32_bits;
+using bits::round_bf16;
+// tensor/float_formats.h's f32_to_bf16 and its inverse (float_bits.h).
+FP4_HD uint16_t f32_to_bf16_bits(float x) { return bits::bf16_bits(x); }
+FP4_HD float bf16_bits_to_f32(uint16_t b) { return bits::bf16_value(b); }
 
 // The value of an e4m3fn code (the CPU's e4m3_table()).
 FP4_HD float e4m3_to_f32(uint8_t code) {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cuda/float_bits.h"
 #include "kernels/cuda/glibc_expf.h"
 
 #if defined(__CUDACC__)
@@ -85,35 +86,12 @@ GDN_HD float log1p_f32(float x) {
 #endif
 }
 
-GDN_HD uint32_t bits_of(float x) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
-#else
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-#endif
-}
-GDN_HD float float_of(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-#endif
-}
-
-GDN_HD float bf16_to_f32(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
-
-GDN_HD uint16_t f32_to_bf16(float x) {
-  uint32_t u = bits_of(x);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-GDN_HD float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+// Bit casts and tensor/float_formats.h's bf16 rounding (float_bits.h).
+GDN_HD uint32_t bits_of(float x) { return bits::f32_bits(x); }
+GDN_HD float float_of(uint32_t u) { return bits::bits_f32(u); }
+GDN_HD float bf16_to_f32(uint16_t b) { return bits::bf16_value(b); }
+GDN_HD uint16_t f32_to_bf16(float x) { return bits::bf16_bits(x); }
+GDN_HD float round_bf16(float x) { return bits::round_bf16(x); }
 
 // activation.h: silu(x) = x / (1 + exp(-x)); sigmoid(x) = 1 / (1 + exp(-x));
 // softplus(x) = x > 20 ? x : log1p(exp(x)) (torch's threshold 20).

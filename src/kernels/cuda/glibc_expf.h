@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cuda/float_bits.h"
+
 #if defined(__CUDACC__)
 #define FP4_GLIBC_HD __host__ __device__ __forceinline__
 #else
@@ -23,25 +25,10 @@
 
 namespace fp4serve::kernels::cuda::glibc {
 
-FP4_GLIBC_HD uint32_t f32_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-#endif
-}
-
-FP4_GLIBC_HD float bits_f32(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-#endif
-}
+using bits::bits_f32;
+using bits::bits_f64;
+using bits::f32_bits;
+using bits::f64_bits;
 
 // 2^(i/32) as doubles (correctly rounded), each less i << 47 so that adding k << 47 for k = 32q + i
 // gives 2^(k/32) (the exponent field absorbs q).
@@ -65,25 +52,6 @@ FP4_GLIBC_HD uint64_t exp2_table(uint32_t i) {
   return kExp2TableDevice[i];
 #else
   return kExp2TableHost[i];
-#endif
-}
-
-FP4_GLIBC_HD double bits_f64(uint64_t u) {
-#if defined(__CUDA_ARCH__)
-  return __longlong_as_double(static_cast<long long>(u));
-#else
-  double d;
-  std::memcpy(&d, &u, 8);
-  return d;
-#endif
-}
-FP4_GLIBC_HD uint64_t f64_bits(double d) {
-#if defined(__CUDA_ARCH__)
-  return static_cast<uint64_t>(__double_as_longlong(d));
-#else
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
 #endif
 }
 

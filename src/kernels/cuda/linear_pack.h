@@ -34,6 +34,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cuda/float_bits.h"
 #include "kernels/weights.h"
 
 #if defined(__CUDACC__)
@@ -134,15 +135,7 @@ FP4_LINEAR_HD int fragment_word(PackedKind kind, int j, int b) {
 }
 
 // ---- decoders (exact; shared by the kernel and the host read-back) ------------------------------
-FP4_LINEAR_HD float bits_to_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-#endif
-}
+FP4_LINEAR_HD float bits_to_float(uint32_t u) { return bits::bits_f32(u); }
 
 // OCP e4m3fn: bias 7, subnormals m * 2^-9, NaN 0x7F/0xFF (no Inf).
 FP4_LINEAR_HD float decode_e4m3(uint32_t b) {

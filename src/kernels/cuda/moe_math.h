@@ -21,21 +21,12 @@
 
 namespace fp4serve::kernels::cuda::moe {
 
-using glibc::bits_f32;
+using bits::bf16_bits;
+using bits::bf16_value;
+using bits::bits_f32;
+using bits::f32_bits;
+using bits::round_bf16;
 using glibc::exp_f32;
-using glibc::f32_bits;
-
-// tensor/float_formats.h's f32_to_bf16: round to nearest even on the 16 dropped bits, overflow to
-// Inf, NaN kept (sign kept, made quiet).
-FP4_MOE_HD uint16_t bf16_bits(float x) {
-  uint32_t u = f32_bits(x);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-FP4_MOE_HD float bf16_value(uint16_t b) { return bits_f32(static_cast<uint32_t>(b) << 16); }
-// x rounded to bf16 and back (kernels/bf16.h's round_bf16).
-FP4_MOE_HD float round_bf16(float x) { return bf16_value(bf16_bits(x)); }
 
 // kernels/activation.h's formulas (torch's): x / (1 + exp(-x)) and 1 / (1 + exp(-x)).
 FP4_MOE_HD float silu(float x) { return x / (1.0f + exp_f32(-x)); }
