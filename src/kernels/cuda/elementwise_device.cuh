@@ -9,22 +9,16 @@
 #include <cstdint>
 
 #include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/float_bits.h"
 
 // A nested namespace: helpers of the element-wise, norm and RoPE files, apart from other ops' names.
 namespace fp4serve::kernels::cuda::elem {
 
-__device__ __forceinline__ float bf16_to_f32(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
-
-// float_formats.h's f32_to_bf16 bit for bit: round to nearest even; NaN stays NaN with its sign and
-// top payload bits, made quiet (__float2bfloat16_rn returns a canonical NaN instead).
-__device__ __forceinline__ uint16_t f32_to_bf16(float x) {
-  uint32_t u = __float_as_uint(x);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
-
-__device__ __forceinline__ float round_bf16(float x) { return bf16_to_f32(f32_to_bf16(x)); }
+// bf16 <-> f32 with the CPU's rounding (float_bits.h: round to nearest even, NaN kept and made quiet,
+// where __float2bfloat16_rn returns a canonical NaN).
+__device__ __forceinline__ float bf16_to_f32(uint16_t b) { return bits::bf16_value(b); }
+__device__ __forceinline__ uint16_t f32_to_bf16(float x) { return bits::bf16_bits(x); }
+__device__ __forceinline__ float round_bf16(float x) { return bits::round_bf16(x); }
 
 // Two bf16 values of a 32-bit word (little-endian: the lower address in the low half).
 __device__ __forceinline__ float lo_bf16(uint32_t w) { return __uint_as_float(w << 16); }
