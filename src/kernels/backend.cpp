@@ -12,6 +12,12 @@ Backend& default_backend() {
   return backend;
 }
 
+void Backend::replay_step(StepGraph& graph, const std::function<void()>& forward) {
+  (void)graph;
+  (void)forward;
+  throw std::logic_error("replay_step on a backend without step graphs (capture_step returned nullptr)");
+}
+
 TensorView DeviceBuffer::view(DType dtype, std::initializer_list<int64_t> shape, std::size_t offset) const {
   TensorView v = TensorView::contiguous(static_cast<char*>(memory_.get()) + offset, dtype, shape, device_);
   if (offset + v.bytes() > bytes_) throw std::out_of_range("DeviceBuffer::view: past the end of the buffer");

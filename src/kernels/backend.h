@@ -133,6 +133,14 @@ enum class NormKind : uint8_t {
   kOnePlus,  // Qwen3_5MoeRMSNorm: out = bf16((x * r) * (1 + w))
 };
 
+// A step's device work recorded once and replayed with new inputs (CUDA graphs; Backend::capture_step).
+class StepGraph {
+ public:
+  virtual ~StepGraph() = default;
+  // Kernel launches and copies the graph holds (for the capture log).
+  virtual std::size_t num_nodes() const = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -170,6 +178,21 @@ class Backend {
   virtual TensorView prepare_tensor(const TensorView& host) = 0;
   // Called after the last prepare_*: a summary line for the start-up log ("136 linears packed ...").
   virtual std::string weights_summary() const = 0;
+
+  // ---- step graphs (CUDA graphs; docs/ARCHITECTURE.md "Step graphs") ------------------------
+  // capture_step runs `forward` once with the ops recording their device work instead of running it,
+  // and returns the recording; nullptr when the backend has no graphs (the CPU backend).
+  // replay_step runs `forward` again in fill mode -- every op packs and stages its per-call data
+  // (descriptors, block tables, state pointers, uploads) exactly where the capture put it, launches
+  // nothing -- then enqueues the recording. The contract that makes this valid: for the same graph,
+  // `forward` calls the same ops with the same tensors, shapes and staged byte counts; everything a
+  // step varies travels through staged data, never through a kernel argument or a grid size. A
+  // backend checks each op's launches against the capture and throws where they differ.
+  virtual std::unique_ptr<StepGraph> capture_step(const std::function<void()>& forward) {
+    (void)forward;
+    return nullptr;
+  }
+  virtual void replay_step(StepGraph& graph, const std::function<void()>& forward);
 
   // ---- ops ---------------------------------------------------------------------------------
   // out[t, :] = table[ids[t], :]; table [V, H] bf16, ids [T] i32, out [T, H] bf16. Throws for an id
