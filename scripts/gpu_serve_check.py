@@ -129,7 +129,7 @@ class Run:
         r = self.command("bench model", [self.a.binary, "bench", "model", "--model", self.a.model, "--device",
                                          self.a.device, "--batch", "1", "--prompt-len", str(self.a.bench_prompt_len),
                                          "--decode-prompt-len", "16", "--decode-steps", str(self.a.decode_steps),
-                                         "--json", path], min(self.left(reserve=0.55 * self.a.budget_s), 240))
+                                         "--json", path], max(min(0.35 * self.a.budget_s, self.left()), 5))
         if r is None or r.returncode != 0:
             return
         j = json.load(open(path))
