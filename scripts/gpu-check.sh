@@ -108,14 +108,16 @@ run_limited() {
   "$@" &
   pid=$!
   set +m
-  (sleep "$limit"; kill -TERM -- "-$pid" 2>/dev/null; sleep 5; kill -KILL -- "-$pid" 2>/dev/null) &
+  # The watchdog leaves a mark before it kills: the command's own status after a TERM (ninja's 2,
+  # say) must still read as "stopped at its limit".
+  (sleep "$limit"; : > "$WORK/limit.$pid"; kill -TERM -- "-$pid" 2>/dev/null; sleep 5; kill -KILL -- "-$pid" 2>/dev/null) &
   dog=$!
   wait "$pid"
   rc=$?
-  if kill -0 "$dog" 2>/dev/null; then
-    kill "$dog" 2>/dev/null
-    wait "$dog" 2>/dev/null
-  else
+  kill "$dog" 2>/dev/null
+  wait "$dog" 2>/dev/null
+  if [ -e "$WORK/limit.$pid" ]; then
+    rm -f "$WORK/limit.$pid"
     rc=124
   fi
   return "$rc"
