@@ -12,6 +12,7 @@
 #include "kernels/cuda/attention_numerics.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/graph_launch.cuh"
 
 namespace fp4serve::kernels::cuda {
 namespace {
@@ -74,13 +75,24 @@ void check_kv(const KvView& kv, int64_t pos0, int64_t rows, const char* op) {
 }
 
 // Appends the block-table entries positions 0 .. keys-1 use; returns their offset (or -1 contiguous).
-int64_t append_table(const KvView& kv, int64_t keys, std::vector<int32_t>& tables, const char* op) {
+// While a step graph is captured or filled, every sequence's entries are padded with zeros (never
+// read: no key past `keys`) to the blocks of the context reserve() allowed, so that the upload has
+// the same size in every replay whatever the sequences' lengths.
+int64_t append_table(const CudaContext& ctx, const KvView& kv, int64_t keys, std::vector<int32_t>& tables,
+                     const char* op) {
   if (kv.block_table == nullptr) return -1;
   const int64_t offset = static_cast<int64_t>(tables.size());
   const int64_t blocks = (keys + kv.block_size - 1) / kv.block_size;
   for (int64_t b = 0; b < blocks; ++b) {
     if (kv.block_table[b] < 0) throw std::invalid_argument(std::string(op) + ": negative block in the block table");
     tables.push_back(kv.block_table[b]);
+  }
+  if (ctx.graph.mode() != GraphMode::kEager) {
+    const int64_t fixed = (ctx.max_context + kv.block_size - 1) / kv.block_size;
+    if (blocks > fixed)
+      throw std::out_of_range(std::string(op) + ": " + std::to_string(keys) + " keys in a step graph beyond the " +
+                              std::to_string(ctx.max_context) + " of reserve()'s max_context");
+    tables.resize(static_cast<std::size_t>(offset + fixed), 0);
   }
   return offset;
 }
@@ -130,9 +142,10 @@ void launch_plan(CudaContext& ctx, const attn::Plan& plan, const std::vector<Seq
     a.items = ctx.upload(std::span<const Item>(items), op);
     const dim3 grid(static_cast<unsigned>(items.size()));
     if (merge) {
-      attn::attention_merge_kernel<<<grid, attn::kThreads, 0, ctx.stream>>>(a);
+      launch_kernel(ctx, "attention merge", attn::attention_merge_kernel, grid, attn::kThreads, 0, a);
     } else {
-      attn::attention_items_kernel<kDense><<<grid, attn::kThreads, 0, ctx.stream>>>(a);
+      launch_kernel(ctx, kDense ? "dense_attention items" : "attention items", attn::attention_items_kernel<kDense>,
+                    grid, attn::kThreads, 0, a);
     }
     check_launch(op, std::string(merge ? "merge" : "items") + " x" + std::to_string(items.size()));
   };
@@ -174,7 +187,7 @@ void kv_write(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const Te
     a.fp8 = kv.dtype == KvDtype::kFp8E4M3 ? 1 : 0;
     a.k_scale = kv.k_scale;
     a.v_scale = kv.v_scale;
-    offsets.push_back(append_table(kv, s.seq.pos0 + s.seq.rows, tables, "kv_write"));
+    offsets.push_back(append_table(ctx, kv, s.seq.pos0 + s.seq.rows, tables, "kv_write"));
     for (int64_t t = 0; t < s.seq.rows; ++t)
       rows.push_back({static_cast<int32_t>(args.size()), static_cast<int32_t>(t)});
     args.push_back(a);
@@ -183,7 +196,8 @@ void kv_write(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const Te
   resolve_tables(ctx, args, offsets, tables, "kv_write");
   const SeqArgs* dev_args = ctx.upload(std::span<const SeqArgs>(args), "kv_write");
   const WriteRow* dev_rows = ctx.upload(std::span<const WriteRow>(rows), "kv_write");
-  kv_write_kernel<<<static_cast<unsigned>(rows.size()), 256, 0, ctx.stream>>>(dev_args, dev_rows, Hkv * D);
+  launch_kernel(ctx, "kv_write", kv_write_kernel, static_cast<unsigned>(rows.size()), 256, 0, dev_args, dev_rows,
+                Hkv * D);
   check_launch("kv_write", k, v);
 }
 
@@ -228,12 +242,16 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     a.fp8 = kv.dtype == KvDtype::kFp8E4M3 ? 1 : 0;
     a.causal = 1;
     a.vec4 = vec4_ok(a, D);
-    offsets.push_back(append_table(kv, s.seq.pos0 + s.seq.rows, tables, "attention"));
+    offsets.push_back(append_table(ctx, kv, s.seq.pos0 + s.seq.rows, tables, "attention"));
     args.push_back(a);
     plan_seqs.push_back({s.seq.rows, s.seq.pos0, kv.n_kv_heads, a.group, true});
   }
   if (args.empty()) return;
-  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), attn::split_budget(ctx.scratch.capacity()));
+  // In a step graph every sequence takes the fused path (split budget 0): its launches then depend on
+  // the sequences' row counts only, never on their context lengths, which the replays change. The
+  // fused path computes the split path's bits (attention_plan.h), so replay == eager bit for bit.
+  const std::size_t budget = ctx.graph.mode() == GraphMode::kEager ? attn::split_budget(ctx.scratch.capacity()) : 0;
+  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), budget);
   for (std::size_t i = 0; i < args.size(); ++i) {
     args[i].nchunks = plan.seqs[i].nchunks;
     args[i].partial_base = plan.seqs[i].partial_base;

@@ -39,6 +39,12 @@ class CudaBackend final : public Backend {
   std::string describe() const override;
   void reserve(const StepLimits& limits, const ModelShape& shape) override;
 
+  // Step graphs (step_graph.h, graph_recorder.h). The capture executes nothing: the forward's ops are
+  // recorded into a graph, instantiated once; each replay re-runs the forward on the host in fill mode
+  // (uploads into the graph's slots, every launch checked against the capture), then launches it.
+  std::unique_ptr<StepGraph> capture_step(const std::function<void()>& forward) override;
+  void replay_step(StepGraph& graph, const std::function<void()>& forward) override;
+
   DeviceBuffer allocate(std::size_t bytes, std::string_view what) override;
   void upload(const TensorView& dst, const void* host) override;
   void download(void* host, const TensorView& src) override;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "kernels/cuda/cuda_error.h"
@@ -31,6 +32,15 @@ CudaContext::CudaContext(const DeviceInfo& device) : info(device) {
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "context", "stream");
   const char* s = std::getenv("FP4SERVE_CUDA_SYNC");
   sync_each_op = s != nullptr && *s != '\0' && std::string(s) != "0";
+}
+
+const void* CudaContext::upload_slot(const void* host, std::size_t bytes, std::string_view what) {
+  UploadSlot& slot = graph.next_upload(bytes, what, true);
+  std::memcpy(slot.host, host, bytes);
+  if (graph.mode() == GraphMode::kCapture)
+    check(cudaMemcpyAsync(slot.device, slot.host, bytes, cudaMemcpyHostToDevice, stream), "graph upload",
+          std::string(what));
+  return slot.device;
 }
 
 CudaContext::~CudaContext() {

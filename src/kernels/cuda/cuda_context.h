@@ -9,9 +9,11 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/device_arena.h"
 #include "kernels/cuda/device_info.h"
+#include "kernels/cuda/graph_recorder.h"
 #include "kernels/cuda/weight_upload.h"
 
 namespace fp4serve::kernels::cuda {
@@ -40,6 +42,15 @@ struct CudaContext {
   WeightUploader loader{staging_buffer_bytes()};
   ScratchArena scratch;
   StagingRing staging;
+  // Step graphs (graph_recorder.h): eager unless a capture or a replay's fill runs.
+  GraphRecorder graph;
+  // Per-sequence block tables are padded to this many keys' blocks while a graph is captured or
+  // filled, so that their uploads keep one size whatever the context (reserve's max_context).
+  int64_t max_context = 0;
+  // The last I32 upload through Backend::upload (the step's token ids), kept on the host so that
+  // embedding can name a bad id without reading the device back (illegal inside a graph capture).
+  const void* last_ids_device = nullptr;
+  std::vector<int32_t> last_ids;
   std::string last_op;       // for errors reported by a later synchronize
   bool sync_each_op = false;  // FP4SERVE_CUDA_SYNC=1
 
@@ -55,14 +66,21 @@ struct CudaContext {
 
   // A host span on the device for the kernels of the current op (staging ring; large spans go
   // through scratch).
+  // While a graph is captured or filled, each upload has its own slot instead (upload_slot).
   template <class T>
   const T* upload(std::span<const T> host, std::string_view what) {
     if (host.empty()) return nullptr;
+    if (graph.mode() != GraphMode::kEager)
+      return static_cast<const T*>(upload_slot(host.data(), host.size_bytes(), what));
     void* fallback = host.size_bytes() > staging.half_bytes() ? scratch.take(host.size_bytes(), what) : nullptr;
     return static_cast<const T*>(staging.upload(host.data(), host.size_bytes(), stream, fallback));
   }
 
  private:
+  // The next upload slot of the captured forward: `bytes` copied into its pinned memory; capture
+  // also enqueues (captures) the copy to its device memory. Returns the device memory.
+  const void* upload_slot(const void* host, std::size_t bytes, std::string_view what);
+
   std::deque<std::shared_ptr<void>> owned_;
 };
 

@@ -1,0 +1,119 @@
+#include "kernels/cuda/step_graph.h"
+
+#include <algorithm>
+
+#include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/device_arena.h"
+
+namespace fp4serve::kernels::cuda {
+namespace {
+
+constexpr std::size_t kSlotChunkBytes = std::size_t{1} << 20;
+
+// cudaMalloc and cudaHostAlloc are forbidden on a thread whose stream captures in thread-local
+// mode; slot memory is allocated in relaxed mode (it is not stream work, nothing to capture).
+struct RelaxedCapture {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+};
+
+}  // namespace
+
+CudaStepGraph::CudaStepGraph() {
+  check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "capture_step", "event");
+}
+
+CudaStepGraph::~CudaStepGraph() {
+  if (pending_) cudaEventSynchronize(done_);
+  if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+  if (done_) cudaEventDestroy(done_);
+  for (Chunk& c : chunks_) {
+    if (c.host) cudaFreeHost(c.host);
+    if (c.device) cudaFree(c.device);
+  }
+}
+
+void CudaStepGraph::allocate_slot(UploadSlot& slot, bool device) {
+  const std::size_t need = align_up(std::max<std::size_t>(slot.bytes, 1));
+  if (chunks_.empty() || chunks_.back().used + need > chunks_.back().size) {
+    RelaxedCapture relaxed;
+    Chunk c;
+    c.size = std::max(kSlotChunkBytes, need);
+    chunks_.push_back(c);  // before allocating: the destructor frees what was allocated
+    Chunk& b = chunks_.back();
+    check(cudaHostAlloc(reinterpret_cast<void**>(&b.host), b.size, cudaHostAllocDefault), "capture_step",
+          "pinned upload slots of " + std::to_string(b.size) + " bytes");
+    check(cudaMalloc(reinterpret_cast<void**>(&b.device), b.size), "capture_step",
+          "device upload slots of " + std::to_string(b.size) + " bytes");
+  }
+  Chunk& c = chunks_.back();
+  slot.host = c.host + c.used;
+  slot.device = device ? c.device + c.used : nullptr;
+  c.used += need;
+}
+
+void CudaStepGraph::instantiate(cudaGraph_t graph) {
+  graph_ = graph;
+  check(cudaGraphGetNodes(graph_, nullptr, &nodes_), "capture_step", "node count");
+  check(cudaGraphInstantiate(&exec_, graph_, 0), "capture_step", "instantiate",
+        std::to_string(nodes_) + " nodes");
+}
+
+void CudaStepGraph::wait_idle() {
+  if (!pending_) return;
+  check(cudaEventSynchronize(done_), "replay_step", "waiting for the previous replay (or a fault in it)");
+  pending_ = false;
+}
+
+void CudaStepGraph::launch(cudaStream_t stream) {
+  check(cudaGraphLaunch(exec_, stream), "replay_step", "launch", std::to_string(nodes_) + " nodes");
+  check(cudaEventRecord(done_, stream), "replay_step", "record");
+  pending_ = true;
+}
+
+namespace {
+
+LaunchSignature copy_signature(const char* op, std::initializer_list<std::size_t> values, const void* dst,
+                               const void* src) {
+  LaunchSignature s;
+  s.op = op;
+  append_bytes(s.args, dst);
+  append_bytes(s.args, src);
+  for (std::size_t v : values) append_bytes(s.args, v);
+  return s;
+}
+
+}  // namespace
+
+void memcpy_async(CudaContext& ctx, const char* op, void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
+  if (ctx.graph.mode() != GraphMode::kEager &&
+      !ctx.graph.on_launch(copy_signature(op, {bytes, static_cast<std::size_t>(kind)}, dst, src)))
+    return;
+  check(cudaMemcpyAsync(dst, src, bytes, kind, ctx.stream), op, std::to_string(bytes) + " bytes");
+}
+
+void memcpy2d_async(CudaContext& ctx, const char* op, void* dst, std::size_t dpitch, const void* src,
+                    std::size_t spitch, std::size_t width, std::size_t rows, cudaMemcpyKind kind) {
+  if (ctx.graph.mode() != GraphMode::kEager &&
+      !ctx.graph.on_launch(copy_signature(op, {dpitch, spitch, width, rows, static_cast<std::size_t>(kind)}, dst, src)))
+    return;
+  check(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, ctx.stream), op,
+        std::to_string(rows) + " rows of " + std::to_string(width) + " bytes");
+}
+
+void memset_async(CudaContext& ctx, const char* op, void* dst, std::size_t bytes) {
+  if (ctx.graph.mode() != GraphMode::kEager && !ctx.graph.on_launch(copy_signature(op, {bytes}, dst, nullptr))) return;
+  check(cudaMemsetAsync(dst, 0, bytes, ctx.stream), op, std::to_string(bytes) + " bytes");
+}
+
+void memset2d_async(CudaContext& ctx, const char* op, void* dst, std::size_t pitch, std::size_t width, std::size_t rows) {
+  if (ctx.graph.mode() != GraphMode::kEager &&
+      !ctx.graph.on_launch(copy_signature(op, {pitch, width, rows}, dst, nullptr)))
+    return;
+  check(cudaMemset2DAsync(dst, pitch, 0, width, rows, ctx.stream), op,
+        std::to_string(rows) + " rows of " + std::to_string(width) + " bytes");
+}
+
+}  // namespace fp4serve::kernels::cuda
