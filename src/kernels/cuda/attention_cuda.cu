@@ -97,10 +97,24 @@ int64_t append_table(const CudaContext& ctx, const KvView& kv, int64_t keys, std
   return offset;
 }
 
-// Device pointers into the uploaded tables.
+// Device pointers into the uploaded tables. In a step graph the padded tables are large (every
+// sequence's entries to max_context) and every attention layer's kv_write and attention read the
+// same ones (one block table per sequence across layers): they are uploaded by the first op of the
+// forward that has them and reused by the next ops whose (table, keys) list is the same. A replay
+// whose layers differ in that respect where the capture's did not uploads more and fails the
+// launch check (GraphMismatch), never reads another op's tables.
 void resolve_tables(CudaContext& ctx, std::vector<SeqArgs>& args, const std::vector<int64_t>& offsets,
-                    const std::vector<int32_t>& tables, const char* op) {
-  const int32_t* dev = ctx.upload(std::span<const int32_t>(tables), op);
+                    const std::vector<int32_t>& tables, const std::vector<GraphTableKey>& key, const char* op) {
+  const int32_t* dev = nullptr;
+  if (ctx.graph.mode() == GraphMode::kEager || tables.empty()) {
+    dev = ctx.upload(std::span<const int32_t>(tables), op);
+  } else if (ctx.graph_tables.device != nullptr && ctx.graph_tables.key == key) {
+    dev = ctx.graph_tables.device;
+  } else {
+    dev = ctx.upload(std::span<const int32_t>(tables), op);
+    ctx.graph_tables.key = key;
+    ctx.graph_tables.device = dev;
+  }
   for (std::size_t i = 0; i < args.size(); ++i) args[i].table = offsets[i] < 0 ? nullptr : dev + offsets[i];
 }
 
@@ -163,6 +177,7 @@ void kv_write(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const Te
   expect_token_rows(v, T, Hkv, D, "kv_write v");
   std::vector<SeqArgs> args;
   std::vector<int64_t> offsets;
+  std::vector<GraphTableKey> table_key;
   std::vector<int32_t> tables;
   std::vector<WriteRow> rows;
   for (const AttentionSeqDesc& s : seqs) {
@@ -188,12 +203,13 @@ void kv_write(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const Te
     a.k_scale = kv.k_scale;
     a.v_scale = kv.v_scale;
     offsets.push_back(append_table(ctx, kv, s.seq.pos0 + s.seq.rows, tables, "kv_write"));
+    table_key.push_back({kv.block_table, s.seq.pos0 + s.seq.rows});
     for (int64_t t = 0; t < s.seq.rows; ++t)
       rows.push_back({static_cast<int32_t>(args.size()), static_cast<int32_t>(t)});
     args.push_back(a);
   }
   if (rows.empty()) return;
-  resolve_tables(ctx, args, offsets, tables, "kv_write");
+  resolve_tables(ctx, args, offsets, tables, table_key, "kv_write");
   const SeqArgs* dev_args = ctx.upload(std::span<const SeqArgs>(args), "kv_write");
   const WriteRow* dev_rows = ctx.upload(std::span<const WriteRow>(rows), "kv_write");
   launch_kernel(ctx, "kv_write", kv_write_kernel, static_cast<unsigned>(rows.size()), 256, 0, dev_args, dev_rows,
@@ -214,6 +230,7 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
   std::vector<SeqArgs> args;
   std::vector<attn::PlanSeq> plan_seqs;
   std::vector<int64_t> offsets;
+  std::vector<GraphTableKey> table_key;
   std::vector<int32_t> tables;
   for (const AttentionSeqDesc& s : seqs) {
     if (s.seq.rows == 0) continue;
@@ -243,6 +260,7 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     a.causal = 1;
     a.vec4 = vec4_ok(a, D);
     offsets.push_back(append_table(ctx, kv, s.seq.pos0 + s.seq.rows, tables, "attention"));
+    table_key.push_back({kv.block_table, s.seq.pos0 + s.seq.rows});
     args.push_back(a);
     plan_seqs.push_back({s.seq.rows, s.seq.pos0, kv.n_kv_heads, a.group, true});
   }
@@ -256,7 +274,7 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     args[i].nchunks = plan.seqs[i].nchunks;
     args[i].partial_base = plan.seqs[i].partial_base;
   }
-  resolve_tables(ctx, args, offsets, tables, "attention");
+  resolve_tables(ctx, args, offsets, tables, table_key, "attention");
   launch_plan<false>(ctx, plan, args, static_cast<int>(D), math == AttentionMath::kHfEager, "attention");
 }
 

@@ -121,6 +121,7 @@ std::unique_ptr<StepGraph> CudaBackend::capture_step(const std::function<void()>
     check(cudaStreamBeginCapture(ctx_->stream, cudaStreamCaptureModeThreadLocal), "capture_step", "begin capture");
     CudaStepGraph* g = graph.get();
     ctx_->graph.begin_capture(g->recording, [g](UploadSlot& slot, bool device) { g->allocate_slot(slot, device); });
+    ctx_->graph_tables = {};
     cudaGraph_t captured = nullptr;
     try {
       forward();
@@ -145,6 +146,7 @@ void CudaBackend::replay_step(StepGraph& graph, const std::function<void()>& for
   expect_eager(*ctx_, "replay_step");
   g->wait_idle();  // its previous replay's copies read the slots we are about to fill
   ctx_->graph.begin_fill(g->recording);
+  ctx_->graph_tables = {};
   try {
     forward();
   } catch (...) {

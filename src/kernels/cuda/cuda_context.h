@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/device_arena.h"
@@ -25,6 +26,9 @@ int select_device(int ordinal);
 // (at least 4096; tests/cuda runs the harness's linear and MoE cases with tiny buffers, so that every
 // weight goes in many pieces through reused buffers).
 std::size_t staging_buffer_bytes();
+
+// Which sequences' block tables (host table, keys) an upload of padded tables holds (attention_cuda.cu).
+using GraphTableKey = std::pair<const int32_t*, int64_t>;
 
 struct CudaContext {
   explicit CudaContext(const DeviceInfo& device);
@@ -47,6 +51,12 @@ struct CudaContext {
   // Per-sequence block tables are padded to this many keys' blocks while a graph is captured or
   // filled, so that their uploads keep one size whatever the context (reserve's max_context).
   int64_t max_context = 0;
+  // The padded block tables uploaded by the current captured or filled forward, reused by its later
+  // attention ops over the same tables; reset when a capture or fill starts.
+  struct {
+    std::vector<GraphTableKey> key;
+    const int32_t* device = nullptr;
+  } graph_tables;
   // The last I32 upload through Backend::upload (the step's token ids), kept on the host so that
   // embedding can name a bad id without reading the device back (illegal inside a graph capture).
   const void* last_ids_device = nullptr;

@@ -3,13 +3,14 @@
 // here repeats the CPU op's operation sequence (cpu/gdn_cpu.cpp, kernels_scalar.cpp's gdn_step), so
 // the results are the CPU's bits, and a sequence's rows give the same bits however they are split
 // (the opt-in chunked rule, gdn_chunked.cu, excepted).
+#include "kernels/cuda/gdn_cuda.h"
+
 #include <stdexcept>
 #include <string>
 
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/cuda_limits.h"
 #include "kernels/cuda/gdn_chunked.h"
-#include "kernels/cuda/gdn_cuda.h"
 #include "kernels/cuda/gdn_device.cuh"
 #include "kernels/cuda/gdn_plan.h"
 #include "kernels/cuda/graph_launch.cuh"

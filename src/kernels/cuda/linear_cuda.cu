@@ -1,6 +1,8 @@
 // The linears on CUDA: weights repacked at load (linear_pack.h), one mma kernel family for every M
 // and format (linear_mma.cuh), and the grouped (MoE) launch over an expert-row tile list built on
 // the device.
+#include "kernels/cuda/linear_cuda.h"
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -8,7 +10,6 @@
 
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/graph_launch.cuh"
-#include "kernels/cuda/linear_cuda.h"
 #include "kernels/cuda/linear_mma.cuh"
 #include "kernels/cuda/linear_pack.h"
 

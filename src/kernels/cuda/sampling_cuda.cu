@@ -4,6 +4,8 @@
 // and draws the uniforms, the kernel writes one result record per row, and one download plus one
 // stream synchronize return them (sample() is the one op that waits).
 // The per-row device code is in sampling_select.cuh.
+#include "kernels/cuda/sampling_cuda.h"
+
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -13,7 +15,6 @@
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/graph_launch.cuh"
 #include "kernels/cuda/sampling_block.cuh"
-#include "kernels/cuda/sampling_cuda.h"
 #include "kernels/cuda/sampling_pack.h"
 #include "kernels/cuda/sampling_rules.h"
 #include "kernels/cuda/sampling_select.cuh"
