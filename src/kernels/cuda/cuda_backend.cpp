@@ -107,20 +107,25 @@ void CudaBackend::reserve(const StepLimits& l, const ModelShape& m) {
 std::unique_ptr<StepGraph> CudaBackend::capture_step(const std::function<void()>& forward) {
   expect_eager(*ctx_, "capture_step");
   if (ctx_->max_context <= 0)
-    throw std::logic_error(
-        "CudaBackend::capture_step: call reserve() first (block tables are padded to its max_context)");
+    throw std::logic_error("CudaBackend::capture_step: call reserve() first (block tables are padded to its max_context)");
   ctx_->loader.fence(ctx_->stream);
+  auto graph = std::make_unique<CudaStepGraph>();
+  for (auto& instance : graph->instances) instance = capture_instance(forward);
+  return graph;
+}
+
+std::unique_ptr<GraphInstance> CudaBackend::capture_instance(const std::function<void()>& forward) {
   // A capture that grew the scratch arena recorded addresses of the old block for the ops before the
   // growth: capture once more, the arena now large enough for every op.
   for (int attempt = 0;; ++attempt) {
-    auto graph = std::make_unique<CudaStepGraph>();
+    auto instance = std::make_unique<GraphInstance>();
     const int growths = ctx_->scratch.growths();
     // Thread-local mode: a synchronize, read back or allocation on this thread inside the forward
     // fails the capture (a non-graph-safe op is found at start-up), while other threads using CUDA
     // (none do today) are not affected as they would be in global mode.
     check(cudaStreamBeginCapture(ctx_->stream, cudaStreamCaptureModeThreadLocal), "capture_step", "begin capture");
-    CudaStepGraph* g = graph.get();
-    ctx_->graph.begin_capture(g->recording, [g](UploadSlot& slot, bool device) { g->allocate_slot(slot, device); });
+    GraphInstance* in = instance.get();
+    ctx_->graph.begin_capture(in->recording, [in](UploadSlot& slot, bool device) { in->allocate_slot(slot, device); });
     ctx_->graph_tables = {};
     cudaGraph_t captured = nullptr;
     try {
@@ -135,8 +140,8 @@ std::unique_ptr<StepGraph> CudaBackend::capture_step(const std::function<void()>
     }
     check(cudaStreamEndCapture(ctx_->stream, &captured), "capture_step",
           "end capture (an op synchronized, read back or allocated inside the captured forward)");
-    graph->instantiate(captured);
-    if (ctx_->scratch.growths() == growths || attempt > 0) return graph;
+    instance->instantiate(captured);
+    if (ctx_->scratch.growths() == growths || attempt > 0) return instance;
   }
 }
 
@@ -144,8 +149,9 @@ void CudaBackend::replay_step(StepGraph& graph, const std::function<void()>& for
   auto* g = dynamic_cast<CudaStepGraph*>(&graph);
   if (g == nullptr) throw std::invalid_argument("CudaBackend::replay_step: a graph captured by another backend");
   expect_eager(*ctx_, "replay_step");
-  g->wait_idle();  // its previous replay's copies read the slots we are about to fill
-  ctx_->graph.begin_fill(g->recording);
+  GraphInstance& in = g->next();
+  in.wait_idle();  // its last replay's copies read the slots we are about to fill
+  ctx_->graph.begin_fill(in.recording);
   ctx_->graph_tables = {};
   try {
     forward();
@@ -155,7 +161,7 @@ void CudaBackend::replay_step(StepGraph& graph, const std::function<void()>& for
   }
   ctx_->graph.end();  // throws when the forward did less than the capture
   ctx_->loader.fence(ctx_->stream);
-  g->launch(ctx_->stream);
+  in.launch(ctx_->stream);
   ctx_->last_op = "step graph replay";
 }
 

@@ -27,6 +27,8 @@
 
 namespace fp4serve::kernels::cuda {
 
+class GraphInstance;  // step_graph.h
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int ordinal = 0);
@@ -96,6 +98,9 @@ class CudaBackend final : public Backend {
   // FP4SERVE_CUDA_SYNC=1 a synchronize that attributes a fault to this op.
   template <class F>
   void run_op(const char* name, F&& body);
+
+  // One capture of a step graph (capture_step captures each of its instances).
+  std::unique_ptr<GraphInstance> capture_instance(const std::function<void()>& forward);
 
   std::unique_ptr<CudaContext> ctx_;
   int64_t linears_ = 0, moes_ = 0, tensors_ = 0;

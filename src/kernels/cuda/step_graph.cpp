@@ -20,11 +20,11 @@ struct RelaxedCapture {
 
 }  // namespace
 
-CudaStepGraph::CudaStepGraph() {
+GraphInstance::GraphInstance() {
   check(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming), "capture_step", "event");
 }
 
-CudaStepGraph::~CudaStepGraph() {
+GraphInstance::~GraphInstance() {
   if (pending_) cudaEventSynchronize(done_);
   if (exec_) cudaGraphExecDestroy(exec_);
   if (graph_) cudaGraphDestroy(graph_);
@@ -35,7 +35,7 @@ CudaStepGraph::~CudaStepGraph() {
   }
 }
 
-void CudaStepGraph::allocate_slot(UploadSlot& slot, bool device) {
+void GraphInstance::allocate_slot(UploadSlot& slot, bool device) {
   const std::size_t need = align_up(std::max<std::size_t>(slot.bytes, 1));
   if (chunks_.empty() || chunks_.back().used + need > chunks_.back().size) {
     RelaxedCapture relaxed;
@@ -54,20 +54,20 @@ void CudaStepGraph::allocate_slot(UploadSlot& slot, bool device) {
   c.used += need;
 }
 
-void CudaStepGraph::instantiate(cudaGraph_t graph) {
+void GraphInstance::instantiate(cudaGraph_t graph) {
   graph_ = graph;
   check(cudaGraphGetNodes(graph_, nullptr, &nodes_), "capture_step", "node count");
   check(cudaGraphInstantiate(&exec_, graph_, 0), "capture_step", "instantiate",
         std::to_string(nodes_) + " nodes");
 }
 
-void CudaStepGraph::wait_idle() {
+void GraphInstance::wait_idle() {
   if (!pending_) return;
   check(cudaEventSynchronize(done_), "replay_step", "waiting for the previous replay (or a fault in it)");
   pending_ = false;
 }
 
-void CudaStepGraph::launch(cudaStream_t stream) {
+void GraphInstance::launch(cudaStream_t stream) {
   check(cudaGraphLaunch(exec_, stream), "replay_step", "launch", std::to_string(nodes_) + " nodes");
   check(cudaEventRecord(done_, stream), "replay_step", "record");
   pending_ = true;

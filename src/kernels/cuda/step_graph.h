@@ -4,12 +4,16 @@
 //
 // Slot memory comes from chunks of pinned host and device memory owned by the graph (one allocation
 // per chunk, not per upload). A replay fills the pinned slots before launching the graph; it first
-// waits for the previous replay of the same graph (`done`), whose copies may still read them.
+// waits for the last replay of the same instance (`done`), whose copies may still read them. A step
+// graph holds two instances of the same step (captured twice: own slots, own graph) and replays them
+// in turn, so that filling step N+1 on the host never waits for step N's graph on the device (async
+// scheduling), only for step N-1's.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -18,14 +22,15 @@
 
 namespace fp4serve::kernels::cuda {
 
-class CudaStepGraph final : public StepGraph {
+// One capture of the step: its recording, slots and instantiated graph.
+class GraphInstance {
  public:
-  CudaStepGraph();
-  ~CudaStepGraph() override;
-  CudaStepGraph(const CudaStepGraph&) = delete;
-  CudaStepGraph& operator=(const CudaStepGraph&) = delete;
+  GraphInstance();
+  ~GraphInstance();
+  GraphInstance(const GraphInstance&) = delete;
+  GraphInstance& operator=(const GraphInstance&) = delete;
 
-  std::size_t num_nodes() const override { return nodes_; }
+  std::size_t num_nodes() const { return nodes_; }
 
   // Memory for a new slot (during the capture: allocated in relaxed capture mode).
   void allocate_slot(UploadSlot& slot, bool device);
@@ -50,6 +55,23 @@ class CudaStepGraph final : public StepGraph {
   cudaEvent_t done_ = nullptr;
   bool pending_ = false;
   std::size_t nodes_ = 0;
+};
+
+class CudaStepGraph final : public StepGraph {
+ public:
+  static constexpr int kInstances = 2;
+  std::size_t num_nodes() const override { return instances[0] ? instances[0]->num_nodes() : 0; }
+  // The instance the next replay uses (in turn).
+  GraphInstance& next() {
+    GraphInstance& in = *instances[static_cast<std::size_t>(next_)];
+    next_ = (next_ + 1) % kInstances;
+    return in;
+  }
+
+  std::unique_ptr<GraphInstance> instances[kInstances];
+
+ private:
+  int next_ = 0;
 };
 
 // Copies and memsets of an op, through the recorder as kernel launches are (graph_launch.cuh): the
