@@ -1,6 +1,7 @@
 // Attention on CUDA: the host half of kv_write, attention and dense_attention (argument checks as the
 // CPU twin's, the per-sequence descriptors and block tables uploaded, the plan's launches) and the
 // kv_write kernel. attention_kernels.cuh holds the attention kernels, attention_plan.h the plan.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/graph_launch.cuh"
+#include "kernels/cuda/step_graph.h"
 
 namespace fp4serve::kernels::cuda {
 namespace {
@@ -75,11 +77,7 @@ void check_kv(const KvView& kv, int64_t pos0, int64_t rows, const char* op) {
 }
 
 // Appends the block-table entries positions 0 .. keys-1 use; returns their offset (or -1 contiguous).
-// While a step graph is captured or filled, every sequence's entries are padded with zeros (never
-// read: no key past `keys`) to the blocks of the context reserve() allowed, so that the upload has
-// the same size in every replay whatever the sequences' lengths.
-int64_t append_table(const CudaContext& ctx, const KvView& kv, int64_t keys, std::vector<int32_t>& tables,
-                     const char* op) {
+int64_t append_table(const KvView& kv, int64_t keys, std::vector<int32_t>& tables, const char* op) {
   if (kv.block_table == nullptr) return -1;
   const int64_t offset = static_cast<int64_t>(tables.size());
   const int64_t blocks = (keys + kv.block_size - 1) / kv.block_size;
@@ -87,31 +85,26 @@ int64_t append_table(const CudaContext& ctx, const KvView& kv, int64_t keys, std
     if (kv.block_table[b] < 0) throw std::invalid_argument(std::string(op) + ": negative block in the block table");
     tables.push_back(kv.block_table[b]);
   }
-  if (ctx.graph.mode() != GraphMode::kEager) {
-    const int64_t fixed = (ctx.max_context + kv.block_size - 1) / kv.block_size;
-    if (blocks > fixed)
-      throw std::out_of_range(std::string(op) + ": " + std::to_string(keys) + " keys in a step graph beyond the " +
-                              std::to_string(ctx.max_context) + " of reserve()'s max_context");
-    tables.resize(static_cast<std::size_t>(offset + fixed), 0);
-  }
   return offset;
 }
 
-// Device pointers into the uploaded tables. In a step graph the padded tables are large (every
-// sequence's entries to max_context) and every attention layer's kv_write and attention read the
-// same ones (one block table per sequence across layers): they are uploaded by the first op of the
-// forward that has them and reused by the next ops whose (table, keys) list is the same. A replay
-// whose layers differ in that respect where the capture's did not uploads more and fails the
-// launch check (GraphMismatch), never reads another op's tables.
+// Device pointers into the uploaded tables. Eager: an upload per op. In a step graph the tables'
+// size changes with the context lengths, so they do not go through an upload slot: they are copied
+// (live entries only, outside the graph, before its launch) into the context's graph table buffer,
+// at an address the per-sequence descriptors carry (staged data), once per forward: every attention
+// layer's kv_write and attention read the same tables (one block table per sequence across layers),
+// so the first op of the forward that has them places them and the next ops whose (table, keys)
+// list is the same reuse them.
 void resolve_tables(CudaContext& ctx, std::vector<SeqArgs>& args, const std::vector<int64_t>& offsets,
-                    const std::vector<int32_t>& tables, const std::vector<GraphTableKey>& key, const char* op) {
+                    const std::vector<int32_t>& tables, const std::vector<GraphTableKey>& key, int64_t block_size,
+                    const char* op) {
   const int32_t* dev = nullptr;
   if (ctx.graph.mode() == GraphMode::kEager || tables.empty()) {
     dev = ctx.upload(std::span<const int32_t>(tables), op);
   } else if (ctx.graph_tables.device != nullptr && ctx.graph_tables.key == key) {
     dev = ctx.graph_tables.device;
   } else {
-    dev = ctx.upload(std::span<const int32_t>(tables), op);
+    dev = place_graph_tables(ctx, tables, block_size, op);
     ctx.graph_tables.key = key;
     ctx.graph_tables.device = dev;
   }
@@ -178,6 +171,7 @@ void kv_write(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const Te
   std::vector<SeqArgs> args;
   std::vector<int64_t> offsets;
   std::vector<GraphTableKey> table_key;
+  int64_t block_size = 1;  // the paged sequences' (sizes the graph table buffer)
   std::vector<int32_t> tables;
   std::vector<WriteRow> rows;
   for (const AttentionSeqDesc& s : seqs) {
@@ -202,14 +196,15 @@ void kv_write(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const Te
     a.fp8 = kv.dtype == KvDtype::kFp8E4M3 ? 1 : 0;
     a.k_scale = kv.k_scale;
     a.v_scale = kv.v_scale;
-    offsets.push_back(append_table(ctx, kv, s.seq.pos0 + s.seq.rows, tables, "kv_write"));
+    offsets.push_back(append_table(kv, s.seq.pos0 + s.seq.rows, tables, "kv_write"));
     table_key.push_back({kv.block_table, s.seq.pos0 + s.seq.rows});
+    if (kv.block_table != nullptr) block_size = std::max<int64_t>(block_size, kv.block_size);
     for (int64_t t = 0; t < s.seq.rows; ++t)
       rows.push_back({static_cast<int32_t>(args.size()), static_cast<int32_t>(t)});
     args.push_back(a);
   }
   if (rows.empty()) return;
-  resolve_tables(ctx, args, offsets, tables, table_key, "kv_write");
+  resolve_tables(ctx, args, offsets, tables, table_key, block_size, "kv_write");
   const SeqArgs* dev_args = ctx.upload(std::span<const SeqArgs>(args), "kv_write");
   const WriteRow* dev_rows = ctx.upload(std::span<const WriteRow>(rows), "kv_write");
   launch_kernel(ctx, "kv_write", kv_write_kernel, static_cast<unsigned>(rows.size()), 256, 0, dev_args, dev_rows,
@@ -231,6 +226,7 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
   std::vector<attn::PlanSeq> plan_seqs;
   std::vector<int64_t> offsets;
   std::vector<GraphTableKey> table_key;
+  int64_t block_size = 1;  // the paged sequences' (sizes the graph table buffer)
   std::vector<int32_t> tables;
   for (const AttentionSeqDesc& s : seqs) {
     if (s.seq.rows == 0) continue;
@@ -259,8 +255,9 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     a.fp8 = kv.dtype == KvDtype::kFp8E4M3 ? 1 : 0;
     a.causal = 1;
     a.vec4 = vec4_ok(a, D);
-    offsets.push_back(append_table(ctx, kv, s.seq.pos0 + s.seq.rows, tables, "attention"));
+    offsets.push_back(append_table(kv, s.seq.pos0 + s.seq.rows, tables, "attention"));
     table_key.push_back({kv.block_table, s.seq.pos0 + s.seq.rows});
+    if (kv.block_table != nullptr) block_size = std::max<int64_t>(block_size, kv.block_size);
     args.push_back(a);
     plan_seqs.push_back({s.seq.rows, s.seq.pos0, kv.n_kv_heads, a.group, true});
   }
@@ -274,7 +271,7 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     args[i].nchunks = plan.seqs[i].nchunks;
     args[i].partial_base = plan.seqs[i].partial_base;
   }
-  resolve_tables(ctx, args, offsets, tables, table_key, "attention");
+  resolve_tables(ctx, args, offsets, tables, table_key, block_size, "attention");
   launch_plan<false>(ctx, plan, args, static_cast<int>(D), math == AttentionMath::kHfEager, "attention");
 }
 

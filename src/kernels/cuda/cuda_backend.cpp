@@ -100,6 +100,7 @@ void CudaBackend::reserve(const StepLimits& l, const ModelShape& m) {
   }
   ctx_->scratch.reserve(need + (std::size_t{16} << 20));
   ctx_->max_context = std::max(ctx_->max_context, l.max_context);
+  ctx_->max_seqs = std::max(ctx_->max_seqs, l.max_seqs);
 }
 
 // ---- step graphs -------------------------------------------------------------------------------
@@ -107,7 +108,7 @@ void CudaBackend::reserve(const StepLimits& l, const ModelShape& m) {
 std::unique_ptr<StepGraph> CudaBackend::capture_step(const std::function<void()>& forward) {
   expect_eager(*ctx_, "capture_step");
   if (ctx_->max_context <= 0)
-    throw std::logic_error("CudaBackend::capture_step: call reserve() first (block tables are padded to its max_context)");
+    throw std::logic_error("CudaBackend::capture_step: call reserve() first (its limits size the graphs' block tables)");
   ctx_->loader.fence(ctx_->stream);
   auto graph = std::make_unique<CudaStepGraph>();
   for (auto& instance : graph->instances) instance = capture_instance(forward);
@@ -126,7 +127,7 @@ std::unique_ptr<GraphInstance> CudaBackend::capture_instance(const std::function
     check(cudaStreamBeginCapture(ctx_->stream, cudaStreamCaptureModeThreadLocal), "capture_step", "begin capture");
     GraphInstance* in = instance.get();
     ctx_->graph.begin_capture(in->recording, [in](UploadSlot& slot, bool device) { in->allocate_slot(slot, device); });
-    ctx_->graph_tables = {};
+    reset_graph_tables(*ctx_);
     cudaGraph_t captured = nullptr;
     try {
       forward();
@@ -152,7 +153,7 @@ void CudaBackend::replay_step(StepGraph& graph, const std::function<void()>& for
   GraphInstance& in = g->next();
   in.wait_idle();  // its last replay's copies read the slots we are about to fill
   ctx_->graph.begin_fill(in.recording);
-  ctx_->graph_tables = {};
+  reset_graph_tables(*ctx_);
   try {
     forward();
   } catch (...) {

@@ -48,6 +48,7 @@ CudaContext::~CudaContext() {
     cudaStreamSynchronize(stream);
     cudaStreamDestroy(stream);
   }
+  if (graph_tables.buffer) cudaFree(graph_tables.buffer);
 }
 
 }  // namespace fp4serve::kernels::cuda

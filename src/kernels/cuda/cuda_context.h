@@ -48,14 +48,17 @@ struct CudaContext {
   StagingRing staging;
   // Step graphs (graph_recorder.h): eager unless a capture or a replay's fill runs.
   GraphRecorder graph;
-  // Per-sequence block tables are padded to this many keys' blocks while a graph is captured or
-  // filled, so that their uploads keep one size whatever the context (reserve's max_context).
+  // reserve()'s limits: the graph table buffer (step_graph.h, place_graph_tables) is sized by them.
   int64_t max_context = 0;
-  // The padded block tables uploaded by the current captured or filled forward, reused by its later
-  // attention ops over the same tables; reset when a capture or fill starts.
+  int64_t max_seqs = 0;
+  // Block tables of captured forwards (attention_cuda.cu): one device buffer, allocated at the first
+  // capture, shared by all graphs; key and device: what the current forward placed (reset when a
+  // capture or fill starts), used: its entries so far.
   struct {
     std::vector<GraphTableKey> key;
     const int32_t* device = nullptr;
+    int32_t* buffer = nullptr;
+    std::size_t capacity = 0, used = 0;  // entries
   } graph_tables;
   // The last I32 upload through Backend::upload (the step's token ids), kept on the host so that
   // embedding can name a bad id without reading the device back (illegal inside a graph capture).

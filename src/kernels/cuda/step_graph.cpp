@@ -1,6 +1,8 @@
 #include "kernels/cuda/step_graph.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/device_arena.h"
@@ -114,6 +116,35 @@ void memset2d_async(CudaContext& ctx, const char* op, void* dst, std::size_t pit
     return;
   check(cudaMemset2DAsync(dst, pitch, 0, width, rows, ctx.stream), op,
         std::to_string(rows) + " rows of " + std::to_string(width) + " bytes");
+}
+
+void reset_graph_tables(CudaContext& ctx) {
+  ctx.graph_tables.key.clear();
+  ctx.graph_tables.device = nullptr;
+  ctx.graph_tables.used = 0;
+}
+
+const int32_t* place_graph_tables(CudaContext& ctx, std::span<const int32_t> tables, int64_t block_size, const char* op) {
+  auto& t = ctx.graph_tables;
+  if (t.buffer == nullptr) {
+    if (ctx.graph.mode() != GraphMode::kCapture)
+      throw std::logic_error(std::string(op) + ": block tables in a step graph before any capture");
+    const int64_t per_seq = (std::max<int64_t>(ctx.max_context, 1) + block_size - 1) / std::max<int64_t>(block_size, 1);
+    t.capacity = static_cast<std::size_t>(2 * std::max<int64_t>(ctx.max_seqs, 1) * per_seq);
+    RelaxedCapture relaxed;
+    check(cudaMalloc(reinterpret_cast<void**>(&t.buffer), t.capacity * sizeof(int32_t)), "capture_step",
+          "block table buffer of " + std::to_string(t.capacity) + " entries");
+  }
+  if (t.used + tables.size() > t.capacity)
+    throw std::out_of_range(std::string(op) + ": " + std::to_string(t.used + tables.size()) +
+                            " block-table entries in a step graph exceed its buffer's " + std::to_string(t.capacity) +
+                            " (2 x reserve()'s max_seqs x its max_context in blocks)");
+  int32_t* at = t.buffer + t.used;
+  t.used += tables.size();
+  if (ctx.graph.mode() == GraphMode::kFill)
+    check(cudaMemcpyAsync(at, tables.data(), tables.size_bytes(), cudaMemcpyHostToDevice, ctx.stream), op,
+          "block tables of the step graph, " + std::to_string(tables.size()) + " entries");
+  return at;
 }
 
 }  // namespace fp4serve::kernels::cuda

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -81,5 +82,15 @@ void memcpy2d_async(CudaContext& ctx, const char* op, void* dst, std::size_t dpi
                     std::size_t spitch, std::size_t width, std::size_t rows, cudaMemcpyKind kind);
 void memset_async(CudaContext& ctx, const char* op, void* dst, std::size_t bytes);
 void memset2d_async(CudaContext& ctx, const char* op, void* dst, std::size_t pitch, std::size_t width, std::size_t rows);
+
+// Block tables in a step graph (attention_cuda.cu): `tables` (one forward's, compact) placed in the
+// context's graph table buffer, returned as their device address. Capture: the buffer is allocated
+// at the first capture (2 x reserve's max_seqs x blocks of its max_context at `block_size`: never
+// moved, every graph's descriptors point into it) and nothing is copied; fill: the entries are copied
+// from the host on the stream, outside the graph, before it is launched (after every earlier replay
+// that reads the buffer, in stream order). Throws when they exceed the buffer.
+const int32_t* place_graph_tables(CudaContext& ctx, std::span<const int32_t> tables, int64_t block_size, const char* op);
+// Starts a forward's placement (capture_step, replay_step).
+void reset_graph_tables(CudaContext& ctx);
 
 }  // namespace fp4serve::kernels::cuda
