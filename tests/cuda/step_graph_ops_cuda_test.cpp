@@ -2,7 +2,7 @@
 // gdn_sequence over state slots), each captured alone into a step graph and replayed with other
 // positions, block tables and slots: the replay's results equal the eager op's bit for bit. A
 // failure here names the op that is not graph-safe before the model-level test
-// (step_graph_cuda_test.cpp) would. Label gpu.
+// (graphs/step_graph_cuda_test.cpp, which needs the full build) would. Label gpu (cuda_tests).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
