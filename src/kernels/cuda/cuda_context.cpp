@@ -35,11 +35,10 @@ CudaContext::CudaContext(const DeviceInfo& device) : info(device) {
 }
 
 const void* CudaContext::upload_slot(const void* host, std::size_t bytes, std::string_view what) {
+  // No copy is captured here: the graph copies all its slots at once, before its first node
+  // (GraphInstance::instantiate), each slot being written once per forward and read only after.
   UploadSlot& slot = graph.next_upload(bytes, what, true);
   std::memcpy(slot.host, host, bytes);
-  if (graph.mode() == GraphMode::kCapture)
-    check(cudaMemcpyAsync(slot.device, slot.host, bytes, cudaMemcpyHostToDevice, stream), "graph upload",
-          std::string(what));
   return slot.device;
 }
 

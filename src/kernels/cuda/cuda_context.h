@@ -90,8 +90,8 @@ struct CudaContext {
   }
 
  private:
-  // The next upload slot of the captured forward: `bytes` copied into its pinned memory; capture
-  // also enqueues (captures) the copy to its device memory. Returns the device memory.
+  // The next upload slot of the captured forward: `bytes` copied into its pinned memory. Returns
+  // its device memory (which the graph fills from the pinned memory when it starts).
   const void* upload_slot(const void* host, std::size_t bytes, std::string_view what);
 
   std::deque<std::shared_ptr<void>> owned_;

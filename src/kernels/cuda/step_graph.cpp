@@ -10,7 +10,8 @@
 namespace fp4serve::kernels::cuda {
 namespace {
 
-constexpr std::size_t kSlotChunkBytes = std::size_t{1} << 20;
+// Small: every captured size has two instances, and a small step's slots take tens of KB.
+constexpr std::size_t kSlotChunkBytes = std::size_t{256} << 10;
 
 // cudaMalloc and cudaHostAlloc are forbidden on a thread whose stream captures in thread-local
 // mode; slot memory is allocated in relaxed mode (it is not stream work, nothing to capture).
@@ -38,7 +39,7 @@ GraphInstance::~GraphInstance() {
 }
 
 void GraphInstance::allocate_slot(UploadSlot& slot, bool device) {
-  const std::size_t need = align_up(std::max<std::size_t>(slot.bytes, 1));
+  const std::size_t need = align_up(std::max<std::size_t>(slot.bytes, 1), 64);  // 64: any kernel struct's alignment
   if (chunks_.empty() || chunks_.back().used + need > chunks_.back().size) {
     RelaxedCapture relaxed;
     Chunk c;
@@ -58,6 +59,19 @@ void GraphInstance::allocate_slot(UploadSlot& slot, bool device) {
 
 void GraphInstance::instantiate(cudaGraph_t graph) {
   graph_ = graph;
+  // The upload slots' copies: one node per chunk of slot memory, before every root of the captured
+  // work (the capture is one stream: one root), instead of a node per upload.
+  std::size_t roots = 0;
+  check(cudaGraphGetRootNodes(graph_, nullptr, &roots), "capture_step", "root nodes");
+  std::vector<cudaGraphNode_t> root(roots);
+  if (roots > 0) check(cudaGraphGetRootNodes(graph_, root.data(), &roots), "capture_step", "root nodes");
+  for (const Chunk& c : chunks_) {
+    if (c.used == 0) continue;
+    cudaGraphNode_t copy = nullptr;
+    check(cudaGraphAddMemcpyNode1D(&copy, graph_, nullptr, 0, c.device, c.host, c.used, cudaMemcpyHostToDevice),
+          "capture_step", "upload slots' copy of " + std::to_string(c.used) + " bytes");
+    for (cudaGraphNode_t r : root) check(cudaGraphAddDependencies(graph_, &copy, &r, nullptr, 1), "capture_step", "edge");
+  }
   check(cudaGraphGetNodes(graph_, nullptr, &nodes_), "capture_step", "node count");
   check(cudaGraphInstantiate(&exec_, graph_, 0), "capture_step", "instantiate",
         std::to_string(nodes_) + " nodes");

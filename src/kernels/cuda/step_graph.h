@@ -1,6 +1,6 @@
 // A captured step on CUDA (Backend::capture_step): the instantiated graph, what its capture recorded
-// (graph_recorder.h: launch signatures, upload slots) and the slots' memory, which the graph's
-// memcpy nodes read on every replay.
+// (graph_recorder.h: launch signatures, upload slots) and the slots' memory, which the graph's first
+// nodes copy to the device on every replay (one memcpy node per chunk of slots).
 //
 // Slot memory comes from chunks of pinned host and device memory owned by the graph (one allocation
 // per chunk, not per upload). A replay fills the pinned slots before launching the graph; it first
