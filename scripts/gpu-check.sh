@@ -357,7 +357,9 @@ bench() {
   limit=$(($(remaining) - 15))
   [ "$limit" -gt 20 ] || limit=20
   # The bench stops starting cases at --budget-s; the limit is the backstop for a hung kernel.
-  run_limited "$limit" "$exe" "$OUT" --budget-s $((limit - 25))
+  local budget=$((limit - 25))
+  [ "$budget" -gt 5 ] || budget=5
+  run_limited "$limit" "$exe" "$OUT" --budget-s "$budget"
 }
 
 # ---- 10. report -----------------------------------------------------------------------------------
