@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/cache_plan.h"
+#include "engine/cuda_graph_sizes.h"
 #include "engine/engine_stats.h"
 #include "engine/kv_events.h"
 #include "engine/multimodal_input.h"
@@ -80,6 +81,9 @@ struct EngineConfig {
   std::shared_ptr<const model::VisionEncoder> vision_encoder;
   // vLLM's --kv-events-config: KV cache events on a ZMQ PUB socket for KV-aware routers (kv_events.h).
   KvEventsConfig kv_events;
+  // CUDA graphs of pure-decode steps (vLLM's cudagraph_mode and capture sizes; cuda_graph_sizes.h),
+  // captured when the engine starts. Default: none (eager), as --enforce-eager.
+  CudaGraphSettings cuda_graphs;
 };
 
 struct EngineRequest {
@@ -121,6 +125,7 @@ struct EngineInfo {
   CachePlan cache;
   bool prefix_caching = true;
   std::string kv_cache_dtype;
+  std::vector<int> cuda_graph_sizes;  // the decode batch sizes planned as graphs (empty: eager)
 };
 
 class Engine {
