@@ -15,8 +15,12 @@
 #include <string>
 #include <vector>
 
+#include <filesystem>
+
+#include "checkpoint/weight_loader.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "model/qwen3_5_moe.h"
 
 namespace fp4serve::engine::testing {
 
@@ -224,5 +228,21 @@ class GraphRecordingBackend : public kernels::Backend {
   std::unique_ptr<kernels::Backend> inner_;
   std::vector<std::string>* recording_ = nullptr;
 };
+
+// The tiny BF16 model on a GraphRecordingBackend, loaded once per process.
+struct RecordingModel {
+  GraphRecordingBackend backend;
+  std::shared_ptr<model::Qwen35MoeModel> model;
+  RecordingModel() {
+    const auto dir = std::filesystem::path(FP4SERVE_TEST_DATA_DIR) / "models" / "tiny-bf16";
+    model = std::make_shared<model::Qwen35MoeModel>(
+        std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(dir.string())), backend);
+  }
+};
+
+inline RecordingModel& recording_model() {
+  static RecordingModel m;
+  return m;
+}
 
 }  // namespace fp4serve::engine::testing

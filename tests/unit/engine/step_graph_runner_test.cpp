@@ -20,24 +20,11 @@ namespace fp4serve::engine {
 namespace {
 
 using testing::GraphRecordingBackend;
+using testing::recording_model;
+using testing::RecordingModel;
 using testing::iota_tokens;
 using testing::Stack;
 using testing::StackConfig;
-
-struct RecordingModel {
-  GraphRecordingBackend backend;
-  std::shared_ptr<model::Qwen35MoeModel> model;
-  RecordingModel() {
-    const auto dir = std::filesystem::path(FP4SERVE_TEST_DATA_DIR) / "models" / "tiny-bf16";
-    model = std::make_shared<model::Qwen35MoeModel>(
-        std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(dir.string())), backend);
-  }
-};
-
-RecordingModel& recording_model() {
-  static RecordingModel m;
-  return m;
-}
 
 StackConfig stack_config(int num_blocks, int max_model_len = 256) {
   StackConfig c;
