@@ -6,15 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstring>
-#include <filesystem>
-#include <map>
-
 #include "engine/model_runner.h"
 #include "engine_model_util.h"
 #include "engine_test_util.h"
 #include "graph_recording_backend.h"
+#include "step_graph_twin.h"
 
 namespace fp4serve::engine {
 namespace {
@@ -26,101 +22,21 @@ using testing::iota_tokens;
 using testing::Stack;
 using testing::StackConfig;
 
-StackConfig stack_config(int num_blocks, int max_model_len = 256) {
-  StackConfig c;
-  c.block_size = 16;
-  c.num_blocks = num_blocks;
-  c.max_model_len = max_model_len;
-  c.max_num_batched_tokens = 64;
-  c.max_num_seqs = 6;
-  c.num_slots = 6;
-  c.num_snapshots = 64;
-  c.snapshot_interval = 16;
-  return c;
+StackConfig stack_config(int num_blocks) { return testing::step_graph_stack_config(num_blocks); }
+
+ModelRunnerConfig runner_config(const StackConfig& c, std::vector<int> sizes) {
+  return testing::step_graph_runner_config(c, std::move(sizes));
 }
 
-ModelRunnerConfig runner_config(const StackConfig& c, std::vector<int> graph_sizes) {
-  ModelRunnerConfig r{c.num_blocks, c.block_size, kernels::KvDtype::kBf16, c.num_slots, c.num_snapshots,
-                      c.max_num_batched_tokens, c.max_num_seqs, c.max_model_len};
-  r.graph_sizes = std::move(graph_sizes);
-  return r;
-}
-
+// Greedy tokens of a host-memory backend's logits view.
 std::vector<std::int32_t> greedy(const SchedulerOutput& out, const kernels::TensorView& logits) {
-  std::vector<std::int32_t> tokens;
   const int64_t V = logits.rank == 2 ? logits.dim(1) : 0;
-  int64_t row = 0;
-  for (const ScheduledRequest& s : out.scheduled) {
-    if (!s.needs_logits) {
-      tokens.push_back(-1);
-      continue;
-    }
-    const float* r = logits.as<const float>() + row++ * V;
-    tokens.push_back(static_cast<std::int32_t>(std::max_element(r, r + V) - r));
-  }
-  return tokens;
+  return testing::greedy_tokens(out, std::vector<float>(logits.as<const float>(), logits.as<const float>() + logits.numel()), V);
 }
 
-bool pure_decode(const SchedulerOutput& out) {
-  if (out.scheduled.empty()) return false;
-  for (const ScheduledRequest& s : out.scheduled)
-    if (s.num_scheduled_tokens != 1 || !s.needs_logits) return false;
-  return true;
-}
-
-// Two identical scheduler stacks, one driving an eager runner and one a runner with graphs; every
-// step's logits must be equal bit for bit and the graph runner must replay every pure-decode step.
-struct Twin {
-  explicit Twin(int num_blocks, std::vector<int> sizes, int max_model_len = 256)
-      : cfg(stack_config(num_blocks, max_model_len)),
-        eager_stack(cfg),
-        graph_stack(cfg),
-        eager(*recording_model().model, runner_config(cfg, {})),
-        graphs(*recording_model().model, runner_config(cfg, std::move(sizes))) {
-    graphs.capture_graphs();
-  }
-  void add(const std::string& id, std::vector<std::int32_t> prompt, int max_tokens) {
-    eager_stack.sched.add_request(id, prompt, max_tokens);
-    graph_stack.sched.add_request(id, std::move(prompt), max_tokens);
-  }
-  // One step on both; returns whether it was a pure-decode step.
-  bool step() {
-    const SchedulerOutput& a = eager_stack.sched.schedule();
-    const SchedulerOutput& b = graph_stack.sched.schedule();
-    EXPECT_EQ(a.scheduled.size(), b.scheduled.size());
-    const long before = graphs.graph_steps();
-    const kernels::TensorView la = eager.execute(a);
-    std::vector<float> copy(la.as<const float>(), la.as<const float>() + la.numel());
-    const std::vector<std::int32_t> ta = greedy(a, la);
-    const kernels::TensorView lb = graphs.execute(b);
-    const bool decode = pure_decode(b) && static_cast<int>(b.scheduled.size()) <= graphs.captured_graph_sizes().back();
-    EXPECT_EQ(graphs.graph_steps() - before, decode ? 1 : 0) << "step " << steps;
-    if (decode) ++decode_steps, batch_sizes[static_cast<int>(b.scheduled.size())]++;
-    EXPECT_EQ(la.numel(), lb.numel());
-    EXPECT_EQ(0, std::memcmp(copy.data(), lb.as<const float>(), copy.size() * sizeof(float)))
-        << "logits differ at step " << steps << " (" << b.scheduled.size() << " sequences)";
-    const std::vector<std::int32_t> tb = greedy(b, lb);
-    EXPECT_EQ(ta, tb);
-    for (std::size_t i = 0; i < a.scheduled.size(); ++i) {
-      if (ta[i] < 0) continue;
-      const Request& r = *a.scheduled[i].request;
-      std::vector<std::int32_t>& h = history[r.id()];
-      h.assign(r.all_token_ids().begin(), r.all_token_ids().end());
-      h.push_back(ta[i]);
-    }
-    eager_stack.sched.update_from_output(ta);
-    graph_stack.sched.update_from_output(tb);
-    ++steps;
-    return decode;
-  }
-  bool busy() const { return eager_stack.sched.has_unfinished_requests(); }
-
-  StackConfig cfg;
-  Stack eager_stack, graph_stack;
-  ModelRunner eager, graphs;
-  int steps = 0, decode_steps = 0;
-  std::map<std::string, std::vector<std::int32_t>> history;  // a request's tokens so far (eager side)
-  std::map<int, int> batch_sizes;
+struct Twin : testing::StepGraphTwin {
+  Twin(int num_blocks, std::vector<int> sizes, int max_model_len = 256)
+      : StepGraphTwin(*recording_model().model, num_blocks, std::move(sizes), max_model_len) {}
 };
 
 TEST(StepGraphRunner, CapturesEachUsableSizeLargestFirstAndLogs) {
@@ -160,15 +76,7 @@ TEST(StepGraphRunner, ReplayedDecodeStepsEqualEagerBitForBit) {
   ASSERT_EQ(t.graphs.captured_graph_sizes().size(), 4u);
   // Requests join while others decode (mixed steps run eagerly), leave at different lengths, and
   // cross block boundaries during decode (snapshot copies after a replay).
-  int added = 0;
-  for (int i = 0; i < 160 && (t.busy() || added < 7); ++i) {
-    if (i % 6 == 0 && added < 7) {
-      t.add("r" + std::to_string(added), iota_tokens(5 + 9 * added, 11 + added), 10 + 7 * added);
-      ++added;
-    }
-    t.step();
-  }
-  EXPECT_FALSE(t.busy());
+  t.run_join_leave_scenario();
   EXPECT_GE(t.decode_steps, 20);
   EXPECT_GE(t.batch_sizes.size(), 4u) << "decode steps should come in several batch sizes";
 }
