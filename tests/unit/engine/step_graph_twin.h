@@ -2,7 +2,7 @@
 // and one with step graphs over the same model; every step's logits (downloaded from the backend)
 // must be equal bit for bit, the greedy tokens too (they feed both stacks), and every pure-decode step
 // within the largest size must replay a graph. The CPU suite runs it through GraphRecordingBackend
-// (step_graph_runner_test.cpp); a CUDA build runs it on the device (tests/cuda/engine, label gpu).
+// (step_graph_runner_test.cpp); a CUDA build runs it on the device (tests/cuda/engine/step_graph_runner_cuda_test.cpp, label gpu).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -15,7 +15,7 @@
 namespace fp4serve::engine {
 namespace {
 
-TEST(StepGraphCuda, ReplayedDecodeStepsEqualEagerBitForBit) {
+TEST(StepGraphRunnerCuda, ReplayedDecodeStepsEqualEagerBitForBit) {
   std::shared_ptr<kernels::Backend> backend = kernels::cuda::make_cuda_backend_if_present(0);
   ASSERT_NE(backend, nullptr) << "no CUDA device";
   const auto dir = std::filesystem::path(FP4SERVE_TEST_DATA_DIR) / "models" / "tiny-bf16";
