@@ -75,15 +75,15 @@ struct EngineConfig {
   // method "mtp"), instead of `drafter`: the model must have its MTP head bound (bind_mtp), the KV
   // cache gets the MTP layer's KV in the same blocks (so fewer blocks fit the budget).
   bool mtp = false;
+  // CUDA graphs of pure-decode steps (vLLM's cudagraph_mode and capture sizes; cuda_graph_sizes.h),
+  // captured when the engine starts. Default: none (eager), as --enforce-eager.
+  CudaGraphSettings cuda_graphs;
   // The model's vision tower (null: requests with images are refused). Images are encoded on the
   // engine thread when a request's prefill first reaches their rows (image_features.h); the
   // encoder's out_hidden must be the model's hidden size.
   std::shared_ptr<const model::VisionEncoder> vision_encoder;
   // vLLM's --kv-events-config: KV cache events on a ZMQ PUB socket for KV-aware routers (kv_events.h).
   KvEventsConfig kv_events;
-  // CUDA graphs of pure-decode steps (vLLM's cudagraph_mode and capture sizes; cuda_graph_sizes.h),
-  // captured when the engine starts. Default: none (eager), as --enforce-eager.
-  CudaGraphSettings cuda_graphs;
 };
 
 struct EngineRequest {
