@@ -101,9 +101,10 @@ void run_batch(const GenerateOptions& o) {
 
 // Every line a request ("ids: 1,2,3" or text), all submitted at once to the engine.
 void run_engine_prompts(const GenerateOptions& o, const std::vector<std::string>& lines) {
+  const engine::CudaGraphSettings cuda_graphs = resolve_cuda_graph_flags(o.graphs);  // bad flags: before the load
   ServingModel sm = load_serving_model(o.model, o.engine, nullptr, VisionChoice{false, false, "generate takes no images"});
   for (const std::string& d : sm.decisions) std::fprintf(stderr, "%s\n", d.c_str());
-  sm.config.cuda_graphs = resolve_cuda_graph_flags(o.graphs);
+  sm.config.cuda_graphs = cuda_graphs;
   engine::Engine eng(sm.model, sm.tokenizer, sm.config);
   for (const std::string& l : eng.info().cache.log_lines) std::fprintf(stderr, "%s\n", l.c_str());
   using clock = std::chrono::steady_clock;
