@@ -27,6 +27,8 @@
 
 namespace fp4serve::kernels::cuda {
 
+class GraphInstance;  // step_graph.h
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int ordinal = 0);
@@ -38,6 +40,12 @@ class CudaBackend final : public Backend {
   Device device() const override { return Device::kCuda; }
   std::string describe() const override;
   void reserve(const StepLimits& limits, const ModelShape& shape) override;
+
+  // Step graphs (step_graph.h, graph_recorder.h). The capture executes nothing: the forward's ops are
+  // recorded into a graph, instantiated once; each replay re-runs the forward on the host in fill mode
+  // (uploads into the graph's slots, every launch checked against the capture), then launches it.
+  std::unique_ptr<StepGraph> capture_step(const std::function<void()>& forward) override;
+  void replay_step(StepGraph& graph, const std::function<void()>& forward) override;
 
   DeviceBuffer allocate(std::size_t bytes, std::string_view what) override;
   void upload(const TensorView& dst, const void* host) override;
@@ -90,6 +98,9 @@ class CudaBackend final : public Backend {
   // FP4SERVE_CUDA_SYNC=1 a synchronize that attributes a fault to this op.
   template <class F>
   void run_op(const char* name, F&& body);
+
+  // One capture of a step graph (capture_step captures each of its instances).
+  std::unique_ptr<GraphInstance> capture_instance(const std::function<void()>& forward);
 
   std::unique_ptr<CudaContext> ctx_;
   int64_t linears_ = 0, moes_ = 0, tensors_ = 0;
