@@ -3,14 +3,54 @@
 // Philox (cpu/sampling_rng.h) so the draws equal the CPU op's.
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <cstdint>
 #include <span>
+#include <vector>
 
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/sampling_pack.h"
 
 namespace fp4serve::kernels::cuda {
 
 void sample(CudaContext& ctx, const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
             std::span<SampleResult> out);
+
+// Backend::sample_async / wait_sample: the same kernels, then the results copied into pinned host
+// memory behind an event (no stream synchronize); finish() waits for that event alone and unpacks.
+// One call outstanding at a time; its packed call and host memory are its own, so synchronous
+// sample() calls (the fork children's first tokens) may run in between.
+class AsyncSampling {
+ public:
+  AsyncSampling();
+  ~AsyncSampling();
+  AsyncSampling(const AsyncSampling&) = delete;
+  AsyncSampling& operator=(const AsyncSampling&) = delete;
+
+  // Enqueues the op on ctx.stream and returns its ticket. Throws if one is outstanding.
+  uint64_t launch(CudaContext& ctx, const TensorView& logits, std::span<const SampleRow> rows,
+                  const SamplingConfig& config, std::span<SampleResult> out);
+  // Waits for the launch with this ticket and writes its results. Throws for another ticket.
+  void finish(CudaContext& ctx, uint64_t ticket);
+
+ private:
+  void reserve_pinned(std::size_t bytes);
+
+  PackedSampling packed_;
+  unsigned char* pinned_ = nullptr;  // the results' landing place (cudaHostAlloc), grown when short
+  std::size_t pinned_bytes_ = 0;
+  cudaEvent_t ready_ = nullptr;      // recorded after the results' copy
+  std::vector<std::vector<float>> host_rows_;
+  // The outstanding call.
+  uint64_t ticket_ = 0;
+  bool pending_ = false;
+  std::size_t result_bytes_ = 0;
+  TensorView logits_{};
+  std::span<const SampleRow> rows_;
+  std::span<SampleResult> out_;
+  SamplingConfig config_{};
+};
 
 }  // namespace fp4serve::kernels::cuda
