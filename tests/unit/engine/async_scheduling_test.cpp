@@ -184,6 +184,8 @@ TEST(AsyncScheduling, SpeculativeDecodingGivesTheSynchronousOutputs) {
   const RunResult async = run(w, c, true);
   for (const EngineRequest& r : w.requests) expect_same(async.finished.at(r.id), sync.finished.at(r.id), r.id);
   EXPECT_GT(async.stats.scheduler.spec_decode.num_drafts, 0);
+  EXPECT_EQ(async.stats.scheduler.generation_tokens, sync.stats.scheduler.generation_tokens);
+  EXPECT_EQ(async.stats.scheduler.spec_decode.num_drafts, sync.stats.scheduler.spec_decode.num_drafts);
   EXPECT_EQ(async.stats.scheduler.spec_decode.num_accepted_tokens, sync.stats.scheduler.spec_decode.num_accepted_tokens);
 }
 
