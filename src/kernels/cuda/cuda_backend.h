@@ -25,9 +25,10 @@
 
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_context.h"
-#include "kernels/cuda/sampling_cuda.h"
 
 namespace fp4serve::kernels::cuda {
+
+class AsyncSampling;  // sampling_cuda.h
 
 class CudaBackend final : public Backend {
  public:

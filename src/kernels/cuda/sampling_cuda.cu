@@ -140,64 +140,83 @@ void sample(CudaContext& ctx, const TensorView& logits, std::span<const SampleRo
 
 // ---- AsyncSampling -----------------------------------------------------------------------------
 
-AsyncSampling::AsyncSampling() {
+struct AsyncSampling::State {
+  PackedSampling packed;
+  unsigned char* pinned = nullptr;  // the results' landing place (cudaHostAlloc), grown when short
+  std::size_t pinned_bytes = 0;
+  cudaEvent_t ready = nullptr;      // recorded after the results' copy
+  std::vector<std::vector<float>> host_rows;
+  // The outstanding call.
+  uint64_t ticket = 0;
+  bool pending = false;
+  std::size_t result_bytes = 0;
+  TensorView logits{};
+  std::span<const SampleRow> rows;
+  std::span<SampleResult> out;
+  SamplingConfig config{};
+
+  void reserve_pinned(std::size_t bytes) {
+    if (bytes <= pinned_bytes) return;
+    // Grows to the largest call seen (first steps only): the one allocation of this path.
+    if (pinned) check(cudaFreeHost(pinned), "sample_async", "pinned results");
+    pinned = nullptr;
+    pinned_bytes = 0;
+    const std::size_t size = std::max<std::size_t>(bytes, std::size_t{1} << 16);
+    check(cudaHostAlloc(reinterpret_cast<void**>(&pinned), size, cudaHostAllocDefault), "sample_async",
+          "pinned results " + std::to_string(size) + " bytes");
+    pinned_bytes = size;
+  }
+};
+
+AsyncSampling::AsyncSampling() : state_(std::make_unique<State>()) {
   // Blocking sync: the engine thread sleeps in finish() instead of spinning on the driver.
-  check(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming | cudaEventBlockingSync), "sample_async", "event");
+  check(cudaEventCreateWithFlags(&state_->ready, cudaEventDisableTiming | cudaEventBlockingSync), "sample_async",
+        "event");
 }
 
 AsyncSampling::~AsyncSampling() {
-  if (ready_) cudaEventDestroy(ready_);
-  if (pinned_) cudaFreeHost(pinned_);
-}
-
-void AsyncSampling::reserve_pinned(std::size_t bytes) {
-  if (bytes <= pinned_bytes_) return;
-  // Grows to the largest call seen (first steps only): the one allocation of this path.
-  if (pinned_) check(cudaFreeHost(pinned_), "sample_async", "pinned results");
-  pinned_ = nullptr;
-  pinned_bytes_ = 0;
-  const std::size_t size = std::max<std::size_t>(bytes, std::size_t{1} << 16);
-  check(cudaHostAlloc(reinterpret_cast<void**>(&pinned_), size, cudaHostAllocDefault), "sample_async",
-        "pinned results " + std::to_string(size) + " bytes");
-  pinned_bytes_ = size;
+  if (state_->ready) cudaEventDestroy(state_->ready);
+  if (state_->pinned) cudaFreeHost(state_->pinned);
 }
 
 uint64_t AsyncSampling::launch(CudaContext& ctx, const TensorView& logits, std::span<const SampleRow> rows,
                                const SamplingConfig& config, std::span<SampleResult> out) {
-  if (pending_) throw std::logic_error("CudaBackend::sample_async: the previous call was not waited for");
+  State& st = *state_;
+  if (st.pending) throw std::logic_error("CudaBackend::sample_async: the previous call was not waited for");
   if (out.size() != rows.size()) throw std::invalid_argument("sample: one result per row");
-  ++ticket_;
-  if (rows.empty()) return ticket_;  // nothing to wait for
+  ++st.ticket;
+  if (rows.empty()) return st.ticket;  // nothing to wait for
   std::size_t result_bytes = 0;
-  unsigned char* device_results = enqueue_sample(ctx, logits, rows, config, out, packed_, result_bytes);
-  const std::size_t total = result_bytes + static_cast<std::size_t>(packed_.top_entries) * sizeof(SampleTopEntry);
+  unsigned char* device_results = enqueue_sample(ctx, logits, rows, config, out, st.packed, result_bytes);
+  const std::size_t total = result_bytes + static_cast<std::size_t>(st.packed.top_entries) * sizeof(SampleTopEntry);
   // The previous call was finished, so its event has passed: the pinned buffer is free to reuse.
-  reserve_pinned(total);
-  check(cudaMemcpyAsync(pinned_, device_results, total, cudaMemcpyDeviceToHost, ctx.stream), "sample_async", logits,
-        "results");
-  check(cudaEventRecord(ready_, ctx.stream), "sample_async", logits, "record");
-  pending_ = true;
-  result_bytes_ = result_bytes;
-  logits_ = logits;
-  rows_ = rows;
-  out_ = out;
-  config_ = config;
-  return ticket_;
+  st.reserve_pinned(total);
+  check(cudaMemcpyAsync(st.pinned, device_results, total, cudaMemcpyDeviceToHost, ctx.stream), "sample_async",
+        logits, "results");
+  check(cudaEventRecord(st.ready, ctx.stream), "sample_async", logits, "record");
+  st.pending = true;
+  st.result_bytes = result_bytes;
+  st.logits = logits;
+  st.rows = rows;
+  st.out = out;
+  st.config = config;
+  return st.ticket;
 }
 
 void AsyncSampling::finish(CudaContext& ctx, uint64_t ticket) {
-  if (ticket != ticket_) throw std::logic_error("CudaBackend::wait_sample: not the outstanding ticket");
-  if (!pending_) return;  // an empty call, or already waited for
-  pending_ = false;
-  check(cudaEventSynchronize(ready_), "wait_sample (or an op before it: " + ctx.last_op + ")", logits_, "results");
+  State& st = *state_;
+  if (ticket != st.ticket) throw std::logic_error("CudaBackend::wait_sample: not the outstanding ticket");
+  if (!st.pending) return;  // an empty call, or already waited for
+  st.pending = false;
+  check(cudaEventSynchronize(st.ready), "wait_sample (or an op before it: " + ctx.last_op + ")", st.logits, "results");
   bool host_rows = false;
-  for (const SampleRowParams& r : packed_.rows) host_rows = host_rows || r.logprobs == kLogprobsHost;
+  for (const SampleRowParams& r : st.packed.rows) host_rows = host_rows || r.logprobs == kLogprobsHost;
   if (host_rows) {
     // Rare (logprobs over more than kMaxDeviceTop entries): the rows are read back now, which waits.
-    download_host_rows(ctx, logits_, packed_, host_rows_);
-    check(cudaStreamSynchronize(ctx.stream), "wait_sample", logits_, "host rows");
+    download_host_rows(ctx, st.logits, st.packed, st.host_rows);
+    check(cudaStreamSynchronize(ctx.stream), "wait_sample", st.logits, "host rows");
   }
-  unpack_all(pinned_, result_bytes_, packed_, rows_, host_rows_, config_, out_);
+  unpack_all(st.pinned, st.result_bytes, st.packed, st.rows, st.host_rows, st.config, st.out);
 }
 
 }  // namespace fp4serve::kernels::cuda

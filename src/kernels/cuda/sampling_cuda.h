@@ -3,15 +3,12 @@
 // Philox (cpu/sampling_rng.h) so the draws equal the CPU op's.
 #pragma once
 
-#include <cuda_runtime.h>
-
 #include <cstdint>
+#include <memory>
 #include <span>
-#include <vector>
 
 #include "kernels/backend.h"
 #include "kernels/cuda/cuda_context.h"
-#include "kernels/cuda/sampling_pack.h"
 
 namespace fp4serve::kernels::cuda {
 
@@ -36,21 +33,8 @@ class AsyncSampling {
   void finish(CudaContext& ctx, uint64_t ticket);
 
  private:
-  void reserve_pinned(std::size_t bytes);
-
-  PackedSampling packed_;
-  unsigned char* pinned_ = nullptr;  // the results' landing place (cudaHostAlloc), grown when short
-  std::size_t pinned_bytes_ = 0;
-  cudaEvent_t ready_ = nullptr;      // recorded after the results' copy
-  std::vector<std::vector<float>> host_rows_;
-  // The outstanding call.
-  uint64_t ticket_ = 0;
-  bool pending_ = false;
-  std::size_t result_bytes_ = 0;
-  TensorView logits_{};
-  std::span<const SampleRow> rows_;
-  std::span<SampleResult> out_;
-  SamplingConfig config_{};
+  struct State;  // the packed call, the pinned landing place, the event (sampling_cuda.cu)
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace fp4serve::kernels::cuda
