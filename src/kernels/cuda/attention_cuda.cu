@@ -1,6 +1,7 @@
 // Attention on CUDA: the host half of kv_write, attention and dense_attention (argument checks as the
 // CPU twin's, the per-sequence descriptors and block tables uploaded, the plan's launches) and the
 // kv_write kernel. attention_kernels.cuh holds the attention kernels, attention_plan.h the plan.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
@@ -12,6 +13,8 @@
 #include "kernels/cuda/attention_numerics.h"
 #include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/graph_launch.cuh"
+#include "kernels/cuda/step_graph.h"
 
 namespace fp4serve::kernels::cuda {
 namespace {
@@ -85,10 +88,26 @@ int64_t append_table(const KvView& kv, int64_t keys, std::vector<int32_t>& table
   return offset;
 }
 
-// Device pointers into the uploaded tables.
+// Device pointers into the uploaded tables. Eager: an upload per op. In a step graph the tables'
+// size changes with the context lengths, so they do not go through an upload slot: they are copied
+// (live entries only, outside the graph, before its launch) into the context's graph table buffer,
+// at an address the per-sequence descriptors carry (staged data), once per forward: every attention
+// layer's kv_write and attention read the same tables (one block table per sequence across layers),
+// so the first op of the forward that has them places them and the next ops whose (table, keys)
+// list is the same reuse them.
 void resolve_tables(CudaContext& ctx, std::vector<SeqArgs>& args, const std::vector<int64_t>& offsets,
-                    const std::vector<int32_t>& tables, const char* op) {
-  const int32_t* dev = ctx.upload(std::span<const int32_t>(tables), op);
+                    const std::vector<int32_t>& tables, const std::vector<GraphTableKey>& key, int64_t block_size,
+                    const char* op) {
+  const int32_t* dev = nullptr;
+  if (ctx.graph.mode() == GraphMode::kEager || tables.empty()) {
+    dev = ctx.upload(std::span<const int32_t>(tables), op);
+  } else if (ctx.graph_tables.device != nullptr && ctx.graph_tables.key == key) {
+    dev = ctx.graph_tables.device;
+  } else {
+    dev = place_graph_tables(ctx, tables, block_size, op);
+    ctx.graph_tables.key = key;
+    ctx.graph_tables.device = dev;
+  }
   for (std::size_t i = 0; i < args.size(); ++i) args[i].table = offsets[i] < 0 ? nullptr : dev + offsets[i];
 }
 
@@ -130,9 +149,10 @@ void launch_plan(CudaContext& ctx, const attn::Plan& plan, const std::vector<Seq
     a.items = ctx.upload(std::span<const Item>(items), op);
     const dim3 grid(static_cast<unsigned>(items.size()));
     if (merge) {
-      attn::attention_merge_kernel<<<grid, attn::kThreads, 0, ctx.stream>>>(a);
+      launch_kernel(ctx, "attention merge", attn::attention_merge_kernel, grid, attn::kThreads, 0, a);
     } else {
-      attn::attention_items_kernel<kDense><<<grid, attn::kThreads, 0, ctx.stream>>>(a);
+      launch_kernel(ctx, kDense ? "dense_attention items" : "attention items", attn::attention_items_kernel<kDense>,
+                    grid, attn::kThreads, 0, a);
     }
     check_launch(op, std::string(merge ? "merge" : "items") + " x" + std::to_string(items.size()));
   };
@@ -150,6 +170,8 @@ void kv_write(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const Te
   expect_token_rows(v, T, Hkv, D, "kv_write v");
   std::vector<SeqArgs> args;
   std::vector<int64_t> offsets;
+  std::vector<GraphTableKey> table_key;
+  int64_t block_size = 1;  // the paged sequences' (sizes the graph table buffer)
   std::vector<int32_t> tables;
   std::vector<WriteRow> rows;
   for (const AttentionSeqDesc& s : seqs) {
@@ -175,15 +197,18 @@ void kv_write(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const Te
     a.k_scale = kv.k_scale;
     a.v_scale = kv.v_scale;
     offsets.push_back(append_table(kv, s.seq.pos0 + s.seq.rows, tables, "kv_write"));
+    table_key.push_back({kv.block_table, s.seq.pos0 + s.seq.rows});
+    if (kv.block_table != nullptr) block_size = std::max<int64_t>(block_size, kv.block_size);
     for (int64_t t = 0; t < s.seq.rows; ++t)
       rows.push_back({static_cast<int32_t>(args.size()), static_cast<int32_t>(t)});
     args.push_back(a);
   }
   if (rows.empty()) return;
-  resolve_tables(ctx, args, offsets, tables, "kv_write");
+  resolve_tables(ctx, args, offsets, tables, table_key, block_size, "kv_write");
   const SeqArgs* dev_args = ctx.upload(std::span<const SeqArgs>(args), "kv_write");
   const WriteRow* dev_rows = ctx.upload(std::span<const WriteRow>(rows), "kv_write");
-  kv_write_kernel<<<static_cast<unsigned>(rows.size()), 256, 0, ctx.stream>>>(dev_args, dev_rows, Hkv * D);
+  launch_kernel(ctx, "kv_write", kv_write_kernel, static_cast<unsigned>(rows.size()), 256, 0, dev_args, dev_rows,
+                Hkv * D);
   check_launch("kv_write", k, v);
 }
 
@@ -200,6 +225,8 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
   std::vector<SeqArgs> args;
   std::vector<attn::PlanSeq> plan_seqs;
   std::vector<int64_t> offsets;
+  std::vector<GraphTableKey> table_key;
+  int64_t block_size = 1;  // the paged sequences' (sizes the graph table buffer)
   std::vector<int32_t> tables;
   for (const AttentionSeqDesc& s : seqs) {
     if (s.seq.rows == 0) continue;
@@ -229,16 +256,22 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     a.causal = 1;
     a.vec4 = vec4_ok(a, D);
     offsets.push_back(append_table(kv, s.seq.pos0 + s.seq.rows, tables, "attention"));
+    table_key.push_back({kv.block_table, s.seq.pos0 + s.seq.rows});
+    if (kv.block_table != nullptr) block_size = std::max<int64_t>(block_size, kv.block_size);
     args.push_back(a);
     plan_seqs.push_back({s.seq.rows, s.seq.pos0, kv.n_kv_heads, a.group, true});
   }
   if (args.empty()) return;
-  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), attn::split_budget(ctx.scratch.capacity()));
+  // In a step graph every sequence takes the fused path (split budget 0): its launches then depend on
+  // the sequences' row counts only, never on their context lengths, which the replays change. The
+  // fused path computes the split path's bits (attention_plan.h), so replay == eager bit for bit.
+  const std::size_t budget = ctx.graph.mode() == GraphMode::kEager ? attn::split_budget(ctx.scratch.capacity()) : 0;
+  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), budget);
   for (std::size_t i = 0; i < args.size(); ++i) {
     args[i].nchunks = plan.seqs[i].nchunks;
     args[i].partial_base = plan.seqs[i].partial_base;
   }
-  resolve_tables(ctx, args, offsets, tables, "attention");
+  resolve_tables(ctx, args, offsets, tables, table_key, block_size, "attention");
   launch_plan<false>(ctx, plan, args, static_cast<int>(D), math == AttentionMath::kHfEager, "attention");
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <initializer_list>
 #include <stdexcept>
 
@@ -17,6 +18,7 @@
 #include "kernels/cuda/norm_cuda.h"
 #include "kernels/cuda/rope_cuda.h"
 #include "kernels/cuda/sampling_cuda.h"
+#include "kernels/cuda/step_graph.h"
 
 namespace fp4serve::kernels::cuda {
 namespace {
@@ -52,6 +54,14 @@ Rows2d rows_2d(const TensorView& v, const char* op) {
   throw std::invalid_argument(std::string("CudaBackend::") + op + ": a view that is neither contiguous nor 2-D with strided rows");
 }
 
+// Calls that wait for the device or allocate cannot be part of a captured step (and would read stale
+// data in a replay's fill): a forward that makes one is not graph-safe.
+void expect_eager(const CudaContext& ctx, const char* op) {
+  if (ctx.graph.mode() != GraphMode::kEager)
+    throw std::logic_error(std::string("CudaBackend::") + op +
+                           " inside a step graph's forward (capture_step / replay_step): it waits for the device");
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(int ordinal) : ctx_(std::make_unique<CudaContext>(query_device(ordinal))) {}
@@ -60,11 +70,14 @@ CudaBackend::~CudaBackend() = default;
 
 template <class F>
 void CudaBackend::run_op(const char* name, F&& body) {
-  ctx_->loader.fence(ctx_->stream);  // no op reads a weight before its copy is done
+  const bool eager = ctx_->graph.mode() == GraphMode::kEager;
+  // No op reads a weight before its copy is done (capture_step fences once before capturing: an
+  // event of another stream cannot be waited on inside the capture).
+  if (eager) ctx_->loader.fence(ctx_->stream);
   ctx_->scratch.reset();
   ctx_->last_op = name;
   body();
-  if (ctx_->sync_each_op) check(cudaStreamSynchronize(ctx_->stream), name, "FP4SERVE_CUDA_SYNC");
+  if (eager && ctx_->sync_each_op) check(cudaStreamSynchronize(ctx_->stream), name, "FP4SERVE_CUDA_SYNC");
 }
 
 std::string CudaBackend::describe() const { return "cuda " + ctx_->info.describe(); }
@@ -86,11 +99,77 @@ void CudaBackend::reserve(const StepLimits& l, const ModelShape& m) {
     need = std::max(need, plan_moe(d).total);
   }
   ctx_->scratch.reserve(need + (std::size_t{16} << 20));
+  ctx_->max_context = std::max(ctx_->max_context, l.max_context);
+  ctx_->max_seqs = std::max(ctx_->max_seqs, l.max_seqs);
+}
+
+// ---- step graphs -------------------------------------------------------------------------------
+
+std::unique_ptr<StepGraph> CudaBackend::capture_step(const std::function<void()>& forward) {
+  expect_eager(*ctx_, "capture_step");
+  if (ctx_->max_context <= 0)
+    throw std::logic_error("CudaBackend::capture_step: call reserve() first (its limits size the graphs' block tables)");
+  ctx_->loader.fence(ctx_->stream);
+  auto graph = std::make_unique<CudaStepGraph>();
+  for (auto& instance : graph->instances) instance = capture_instance(forward);
+  return graph;
+}
+
+std::unique_ptr<GraphInstance> CudaBackend::capture_instance(const std::function<void()>& forward) {
+  // A capture that grew the scratch arena recorded addresses of the old block for the ops before the
+  // growth: capture once more, the arena now large enough for every op.
+  for (int attempt = 0;; ++attempt) {
+    auto instance = std::make_unique<GraphInstance>();
+    const int growths = ctx_->scratch.growths();
+    // Thread-local mode: a synchronize, read back or allocation on this thread inside the forward
+    // fails the capture (a non-graph-safe op is found at start-up), while other threads using CUDA
+    // (none do today) are not affected as they would be in global mode.
+    check(cudaStreamBeginCapture(ctx_->stream, cudaStreamCaptureModeThreadLocal), "capture_step", "begin capture");
+    GraphInstance* in = instance.get();
+    ctx_->graph.begin_capture(in->recording, [in](UploadSlot& slot, bool device) { in->allocate_slot(slot, device); });
+    reset_graph_tables(*ctx_);
+    cudaGraph_t captured = nullptr;
+    try {
+      forward();
+      ctx_->graph.end();
+    } catch (...) {
+      ctx_->graph.abort();
+      cudaStreamEndCapture(ctx_->stream, &captured);
+      if (captured) cudaGraphDestroy(captured);
+      cudaGetLastError();
+      throw;
+    }
+    check(cudaStreamEndCapture(ctx_->stream, &captured), "capture_step",
+          "end capture (an op synchronized, read back or allocated inside the captured forward)");
+    instance->instantiate(captured);
+    if (ctx_->scratch.growths() == growths || attempt > 0) return instance;
+  }
+}
+
+void CudaBackend::replay_step(StepGraph& graph, const std::function<void()>& forward) {
+  auto* g = dynamic_cast<CudaStepGraph*>(&graph);
+  if (g == nullptr) throw std::invalid_argument("CudaBackend::replay_step: a graph captured by another backend");
+  expect_eager(*ctx_, "replay_step");
+  GraphInstance& in = g->next();
+  in.wait_idle();  // its last replay's copies read the slots we are about to fill
+  ctx_->graph.begin_fill(in.recording);
+  reset_graph_tables(*ctx_);
+  try {
+    forward();
+  } catch (...) {
+    ctx_->graph.abort();
+    throw;
+  }
+  ctx_->graph.end();  // throws when the forward did less than the capture
+  ctx_->loader.fence(ctx_->stream);
+  in.launch(ctx_->stream);
+  ctx_->last_op = "step graph replay";
 }
 
 // ---- memory ------------------------------------------------------------------------------------
 
 DeviceBuffer CudaBackend::allocate(std::size_t bytes, std::string_view what) {
+  expect_eager(*ctx_, "allocate");
   if (bytes == 0) return DeviceBuffer({}, 0, Device::kCuda);
   void* p = nullptr;
   check(cudaMalloc(&p, bytes), "allocate", std::string(what) + ": " + std::to_string(bytes) + " bytes",
@@ -105,6 +184,18 @@ DeviceBuffer CudaBackend::allocate(std::size_t bytes, std::string_view what) {
 void CudaBackend::upload(const TensorView& dst, const void* host) {
   expect_cuda({&dst}, "upload");
   if (!dst.is_contiguous()) throw std::invalid_argument("CudaBackend::upload: destination is not contiguous");
+  if (dst.dtype == DType::kI32) {  // token ids, checked by embedding on the host (CudaContext::last_ids)
+    const auto* ids = static_cast<const int32_t*>(host);
+    ctx_->last_ids.assign(ids, ids + dst.numel());
+    ctx_->last_ids_device = dst.data;
+  }
+  if (ctx_->graph.mode() != GraphMode::kEager) {
+    // The captured forward's upload: its bytes in a pinned slot of the graph, copied by a node.
+    UploadSlot& slot = ctx_->graph.next_upload(dst.bytes(), "upload", false);
+    std::memcpy(slot.host, host, dst.bytes());
+    memcpy_async(*ctx_, "upload", dst.data, slot.host, dst.bytes(), cudaMemcpyHostToDevice);
+    return;
+  }
   ctx_->loader.fence(ctx_->stream);
   // From pageable memory the copy returns once the bytes are staged, so the caller may reuse `host`;
   // pinned memory is read later by the DMA, so then wait.
@@ -114,6 +205,7 @@ void CudaBackend::upload(const TensorView& dst, const void* host) {
 
 void CudaBackend::download(void* host, const TensorView& src) {
   expect_cuda({&src}, "download");
+  expect_eager(*ctx_, "download");
   if (!src.is_contiguous()) throw std::invalid_argument("CudaBackend::download: source is not contiguous");
   ctx_->loader.fence(ctx_->stream);  // a prepared tensor read back
   check(cudaMemcpyAsync(host, src.data, src.bytes(), cudaMemcpyDeviceToHost, ctx_->stream), "download", src);
@@ -127,16 +219,15 @@ void CudaBackend::copy(const TensorView& dst, const TensorView& src) {
   run_op("copy", [&] {
     const Rows2d d = rows_2d(dst, "copy"), s = rows_2d(src, "copy");
     if (d.rows == 1 && s.rows == 1) {
-      check(cudaMemcpyAsync(dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream), "copy", dst, src);
+      memcpy_async(*ctx_, "copy", dst.data, src.data, src.bytes(), cudaMemcpyDeviceToDevice);
       return;
     }
     if (d.rows != s.rows && d.rows != 1 && s.rows != 1)
       throw std::invalid_argument("CudaBackend::copy: strided views of different row counts");
     const std::size_t rows = std::max(d.rows, s.rows);
     const std::size_t width = (d.rows == 1 ? s.width : d.width);
-    check(cudaMemcpy2DAsync(dst.data, d.rows == 1 ? width : d.pitch, src.data, s.rows == 1 ? width : s.pitch, width, rows,
-                            cudaMemcpyDeviceToDevice, ctx_->stream),
-          "copy", dst, src);
+    memcpy2d_async(*ctx_, "copy", dst.data, d.rows == 1 ? width : d.pitch, src.data, s.rows == 1 ? width : s.pitch,
+                   width, rows, cudaMemcpyDeviceToDevice);
   });
 }
 
@@ -145,13 +236,14 @@ void CudaBackend::zero(const TensorView& dst) {
   run_op("zero", [&] {
     const Rows2d d = rows_2d(dst, "zero");
     if (d.rows == 1)
-      check(cudaMemsetAsync(dst.data, 0, dst.bytes(), ctx_->stream), "zero", dst);
+      memset_async(*ctx_, "zero", dst.data, dst.bytes());
     else
-      check(cudaMemset2DAsync(dst.data, d.pitch, 0, d.width, d.rows, ctx_->stream), "zero", dst);
+      memset2d_async(*ctx_, "zero", dst.data, d.pitch, d.width, d.rows);
   });
 }
 
 void CudaBackend::synchronize() {
+  expect_eager(*ctx_, "synchronize");
   ctx_->loader.fence(ctx_->stream);
   check(cudaStreamSynchronize(ctx_->stream), "synchronize (fault in or before op " + ctx_->last_op + ")");
   ctx_->scratch.release_retired();
@@ -285,12 +377,14 @@ void CudaBackend::dense_attention(std::span<const DenseSegment> segments, const 
 void CudaBackend::sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
                          std::span<SampleResult> out) {
   expect_cuda({&logits}, "sample");
+  expect_eager(*ctx_, "sample");
   run_op("sample", [&] { cuda::sample(*ctx_, logits, rows, config, out); });
 }
 
 Backend::SampleTicket CudaBackend::sample_async(const TensorView& logits, std::span<const SampleRow> rows,
                                                 const SamplingConfig& config, std::span<SampleResult> out) {
   expect_cuda({&logits}, "sample_async");
+  expect_eager(*ctx_, "sample_async");  // sampling follows a step graph's replay, never inside it
   if (!async_sampling_) async_sampling_ = std::make_unique<AsyncSampling>();
   uint64_t ticket = 0;
   run_op("sample_async", [&] { ticket = async_sampling_->launch(*ctx_, logits, rows, config, out); });
@@ -298,6 +392,7 @@ Backend::SampleTicket CudaBackend::sample_async(const TensorView& logits, std::s
 }
 
 void CudaBackend::wait_sample(SampleTicket ticket) {
+  expect_eager(*ctx_, "wait_sample");
   if (!async_sampling_) return;  // nothing was launched
   async_sampling_->finish(*ctx_, ticket.id);
 }

@@ -29,6 +29,7 @@
 namespace fp4serve::kernels::cuda {
 
 class AsyncSampling;  // sampling_cuda.h
+class GraphInstance;  // step_graph.h
 
 class CudaBackend final : public Backend {
  public:
@@ -41,6 +42,12 @@ class CudaBackend final : public Backend {
   Device device() const override { return Device::kCuda; }
   std::string describe() const override;
   void reserve(const StepLimits& limits, const ModelShape& shape) override;
+
+  // Step graphs (step_graph.h, graph_recorder.h). The capture executes nothing: the forward's ops are
+  // recorded into a graph, instantiated once; each replay re-runs the forward on the host in fill mode
+  // (uploads into the graph's slots, every launch checked against the capture), then launches it.
+  std::unique_ptr<StepGraph> capture_step(const std::function<void()>& forward) override;
+  void replay_step(StepGraph& graph, const std::function<void()>& forward) override;
 
   DeviceBuffer allocate(std::size_t bytes, std::string_view what) override;
   void upload(const TensorView& dst, const void* host) override;
@@ -97,6 +104,9 @@ class CudaBackend final : public Backend {
   // FP4SERVE_CUDA_SYNC=1 a synchronize that attributes a fault to this op.
   template <class F>
   void run_op(const char* name, F&& body);
+
+  // One capture of a step graph (capture_step captures each of its instances).
+  std::unique_ptr<GraphInstance> capture_instance(const std::function<void()>& forward);
 
   std::unique_ptr<CudaContext> ctx_;
   std::unique_ptr<AsyncSampling> async_sampling_;  // made on the first sample_async

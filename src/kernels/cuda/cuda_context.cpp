@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "kernels/cuda/cuda_error.h"
@@ -33,11 +34,20 @@ CudaContext::CudaContext(const DeviceInfo& device) : info(device) {
   sync_each_op = s != nullptr && *s != '\0' && std::string(s) != "0";
 }
 
+const void* CudaContext::upload_slot(const void* host, std::size_t bytes, std::string_view what) {
+  // No copy is captured here: the graph copies all its slots at once, before its first node
+  // (GraphInstance::instantiate), each slot being written once per forward and read only after.
+  UploadSlot& slot = graph.next_upload(bytes, what, true);
+  std::memcpy(slot.host, host, bytes);
+  return slot.device;
+}
+
 CudaContext::~CudaContext() {
   if (stream) {
     cudaStreamSynchronize(stream);
     cudaStreamDestroy(stream);
   }
+  if (graph_tables.buffer) cudaFree(graph_tables.buffer);
 }
 
 }  // namespace fp4serve::kernels::cuda

@@ -55,7 +55,13 @@ void* ScratchArena::take(std::size_t bytes, std::string_view what) {
                  what, offset_ + bytes - capacity_, capacity_, want);
     if (base_) retired_.push_back(base_);
     base_ = nullptr;
-    check(cudaMalloc(&base_, want), "grow scratch", std::string(what) + ": " + std::to_string(want) + " bytes");
+    // A growth inside a step graph's capture (thread-local capture mode forbids cudaMalloc on this
+    // thread): allocate in relaxed mode; capture_step then captures again, the arena now large enough.
+    cudaStreamCaptureMode relaxed = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&relaxed);
+    const cudaError_t grown = cudaMalloc(&base_, want);
+    cudaThreadExchangeStreamCaptureMode(&relaxed);
+    check(grown, "grow scratch", std::string(what) + ": " + std::to_string(want) + " bytes");
     capacity_ = want;
     offset_ = 0;
     ++growths_;

@@ -14,6 +14,7 @@
 #include "kernels/cuda/elementwise_cuda.h"
 #include "kernels/cuda/elementwise_device.cuh"
 #include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/graph_launch.cuh"
 
 namespace fp4serve::kernels::cuda {
 namespace {
@@ -137,23 +138,20 @@ void embedding(CudaContext& ctx, const TensorView& table, const TensorView& ids,
   expect_contiguous({&table, &out}, "embedding");
   const int64_t V = table.dim(0), H = table.dim(1), T = ids.dim(0);
   if (T == 0) return;
-  // The ids are on the device: read them back (T int32, one wait) so that an id outside the table
-  // is the CPU op's error, raised here and naming the token, not a zero row discovered later.
-  // Inside a CUDA graph capture no wait is possible: the kernel's own guard then writes zeros.
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  check(cudaStreamIsCapturing(ctx.stream, &capture), "embedding", ids);
-  if (capture == cudaStreamCaptureStatusNone) {
-    std::vector<int32_t> host(static_cast<std::size_t>(T));
-    check(cudaMemcpyAsync(host.data(), ids.data, host.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, ctx.stream),
-          "embedding", ids);
-    check(cudaStreamSynchronize(ctx.stream), "embedding (reading the ids back)", ids);
-    for (std::size_t t = 0; t < host.size(); ++t)
-      if (host[t] < 0 || host[t] >= V)
-        throw std::out_of_range("embedding_lookup: token id " + std::to_string(host[t]) + " at position " +
+  // An id outside the table is the CPU op's error, raised here and naming the token, from the host
+  // copy of the ids Backend::upload kept (CudaContext::last_ids): no read back of the device (a wait,
+  // and illegal inside a step graph's capture). Ids that did not come through upload (none in the
+  // model) are not checked here; the kernel's guard writes a zero row for them.
+  if (ids.data == ctx.last_ids_device && static_cast<std::size_t>(T) <= ctx.last_ids.size()) {
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t id = ctx.last_ids[static_cast<std::size_t>(t)];
+      if (id < 0 || id >= V)
+        throw std::out_of_range("embedding_lookup: token id " + std::to_string(id) + " at position " +
                                 std::to_string(t) + " is outside the vocabulary [0, " + std::to_string(V) + ")");
+    }
   }
-  embedding_kernel<<<row_blocks(T), kThreads, 0, ctx.stream>>>(table.as<const uint16_t>(), V, H, ids.as<const int32_t>(),
-                                                              T, out.as<uint16_t>());
+  launch_kernel(ctx, "embedding", embedding_kernel, row_blocks(T), kThreads, 0, table.as<const uint16_t>(), V, H,
+                ids.as<const int32_t>(), T, out.as<uint16_t>());
   check_launch("embedding", table, ids, out);
 }
 
@@ -164,8 +162,8 @@ void to_bf16(CudaContext& ctx, const TensorView& x, const TensorView& out) {
   const int64_t n = x.numel();
   if (n == 0) return;
   const int64_t n8 = aligned(x.data, 16) && aligned(out.data, 16) ? n / 8 : 0;
-  to_bf16_kernel<<<grid_for(ctx, n8 > 0 ? n8 : n, kThreads), kThreads, 0, ctx.stream>>>(x.as<const float>(),
-                                                                                        out.as<uint16_t>(), n, n8);
+  launch_kernel(ctx, "to_bf16", to_bf16_kernel, grid_for(ctx, n8 > 0 ? n8 : n, kThreads), kThreads, 0,
+                x.as<const float>(), out.as<uint16_t>(), n, n8);
   check_launch("to_bf16", x, out);
 }
 
@@ -174,7 +172,8 @@ void round_bf16(CudaContext& ctx, const TensorView& x) {
   const int64_t n = x.numel();
   if (n == 0) return;
   const int64_t n4 = aligned(x.data, 16) ? n / 4 : 0;
-  round_bf16_kernel<<<grid_for(ctx, n4 > 0 ? n4 : n, kThreads), kThreads, 0, ctx.stream>>>(x.as<float>(), n, n4);
+  launch_kernel(ctx, "round_bf16", round_bf16_kernel, grid_for(ctx, n4 > 0 ? n4 : n, kThreads), kThreads, 0,
+                x.as<float>(), n, n4);
   check_launch("round_bf16", x);
 }
 
@@ -185,8 +184,8 @@ void residual_add(CudaContext& ctx, const TensorView& x, const TensorView& y) {
   const int64_t n = x.numel();
   if (n == 0) return;
   const int64_t n8 = aligned(x.data, 16) && aligned(y.data, 16) ? n / 8 : 0;
-  residual_add_kernel<<<grid_for(ctx, n8 > 0 ? n8 : n, kThreads), kThreads, 0, ctx.stream>>>(
-      x.as<uint16_t>(), y.as<const uint16_t>(), n, n8);
+  launch_kernel(ctx, "residual_add", residual_add_kernel, grid_for(ctx, n8 > 0 ? n8 : n, kThreads), kThreads, 0,
+                x.as<uint16_t>(), y.as<const uint16_t>(), n, n8);
   check_launch("residual_add", x, y);
 }
 
@@ -202,8 +201,8 @@ void bias_activation(CudaContext& ctx, const TensorView& x, const TensorView& bi
   const bool vec = N % 4 == 0 && (R == 1 || (x.stride[0] % 4 == 0 && out.stride[0] % 4 == 0)) && aligned(x.data, 16) &&
                    aligned(out.data, 8) && (bias.data == nullptr || aligned(bias.data, 16));
   const float* b = bias.data ? bias.as<const float>() : nullptr;
-  bias_activation_kernel<<<grid_for(ctx, R * quads, kThreads), kThreads, 0, ctx.stream>>>(
-      x.as<const float>(), x.stride[0], b, R, N, act, out.as<uint16_t>(), out.stride[0], vec);
+  launch_kernel(ctx, "bias_activation", bias_activation_kernel, grid_for(ctx, R * quads, kThreads), kThreads, 0,
+                x.as<const float>(), x.stride[0], b, R, N, act, out.as<uint16_t>(), out.stride[0], vec);
   check_launch("bias_activation", x, out);
 }
 
@@ -217,8 +216,8 @@ void gather_rows(CudaContext& ctx, const TensorView& x, std::span<const int64_t>
   if (rows.empty() || H == 0) return;
   const int64_t* d_rows = ctx.upload(rows, "gather_rows rows");
   const auto n = static_cast<int64_t>(rows.size());
-  gather_rows_kernel<<<row_blocks(n), kThreads, 0, ctx.stream>>>(x.as<const uint16_t>(), x.stride[0], d_rows, n, H,
-                                                                 out.as<uint16_t>());
+  launch_kernel(ctx, "gather_rows", gather_rows_kernel, row_blocks(n), kThreads, 0, x.as<const uint16_t>(), x.stride[0],
+                d_rows, n, H, out.as<uint16_t>());
   check_launch("gather_rows", x, out);
 }
 

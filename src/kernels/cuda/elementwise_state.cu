@@ -7,6 +7,7 @@
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/elementwise_cuda.h"
 #include "kernels/cuda/elementwise_state.h"
+#include "kernels/cuda/graph_launch.cuh"
 
 namespace fp4serve::kernels::cuda {
 namespace {
@@ -44,7 +45,7 @@ void run_state_copy_jobs(CudaContext& ctx, const std::vector<StateCopyJob>& jobs
   const auto bx = static_cast<unsigned>(std::clamp<uint64_t>((largest + per_block - 1) / per_block, 1, kMaxBlocksPerJob));
   const auto by = static_cast<unsigned>(std::min<std::size_t>(jobs.size(), 65535));
   const StateCopyJob* d_jobs = ctx.upload(std::span<const StateCopyJob>(jobs), op);
-  state_copy_jobs_kernel<<<dim3(bx, by), kThreads, 0, ctx.stream>>>(d_jobs, static_cast<int>(jobs.size()));
+  launch_kernel(ctx, op, state_copy_jobs_kernel, dim3(bx, by), kThreads, 0, d_jobs, static_cast<int>(jobs.size()));
   check_launch(op, std::to_string(jobs.size()) + " ranges");
 }
 

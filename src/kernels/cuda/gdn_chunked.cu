@@ -1,11 +1,11 @@
 // The chunked delta-rule kernel (gdn_chunked.cuh): the phases of each chunk in order, a
 // __syncthreads between phases; every thread reaches every __syncthreads (the chunk loop and the
 // phase bounds are the same for the whole block; only the work inside a phase is per thread).
-#include "kernels/cuda/gdn_chunked.h"
-
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/cuda_limits.h"
 #include "kernels/cuda/gdn_chunked.cuh"
+#include "kernels/cuda/gdn_chunked.h"
+#include "kernels/cuda/graph_launch.cuh"
 
 namespace fp4serve::kernels::cuda {
 namespace {
@@ -47,7 +47,7 @@ void launch_gdn_chunked(CudaContext& ctx, const RuleArgs& a, unsigned heads, uns
   if (smem > kMaxSmemDefault)
     check(cudaFuncSetAttribute(gdn_chunked_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
           "gdn_sequence chunked", "shared memory opt-in");
-  gdn_chunked_kernel<<<dim3(heads, tiles), kChunkThreads, smem, ctx.stream>>>(a);
+  launch_kernel(ctx, "gdn_sequence chunked delta rule", gdn_chunked_kernel, dim3(heads, tiles), kChunkThreads, smem, a);
   check_launch("gdn_sequence chunked delta rule", std::string("dk ") + std::to_string(a.dk),
                std::string("rows ") + std::to_string(a.rows));
 }

@@ -13,6 +13,7 @@
 #include "kernels/cuda/gdn_chunked.h"
 #include "kernels/cuda/gdn_device.cuh"
 #include "kernels/cuda/gdn_plan.h"
+#include "kernels/cuda/graph_launch.cuh"
 
 namespace fp4serve::kernels::cuda {
 namespace {
@@ -24,7 +25,11 @@ __global__ void gdn_gating_kernel(const GatingArgs p) {
   if (n < p.T * p.Hv) gating_element(p, n);
 }
 
-__global__ void gdn_conv_kernel(const ConvArgs p) {
+// The sequence's state pointers come from staged memory (`st`, one upload per call), not from the
+// by-value arguments: a step graph replays these launches for whichever state slot the step has.
+__global__ void gdn_conv_kernel(const ConvArgs args, const GdnStateRef* __restrict__ st) {
+  ConvArgs p = args;
+  p.state = st->conv;
   const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (n < p.rows * p.C) conv_element(p, n);
 }
@@ -33,7 +38,10 @@ __global__ void gdn_conv_kernel(const ConvArgs p) {
 // l2norm factors, a thread per (row, q|k, k head); the rest: the decays, a thread per (row, v head).
 // After gdn_conv_kernel on the stream: the shift must follow every read of the old state, and the
 // factors read the conv output.
-__global__ void gdn_prep_kernel(const ConvArgs p, unsigned state_blocks, unsigned norm_blocks) {
+__global__ void gdn_prep_kernel(const ConvArgs args, const GdnStateRef* __restrict__ st, unsigned state_blocks,
+                                unsigned norm_blocks) {
+  ConvArgs p = args;
+  p.state = st->conv;
   if (blockIdx.x < state_blocks) {
     const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
     if (c < p.C) state_shift(p, c);
@@ -58,8 +66,10 @@ __global__ void gdn_prep_kernel(const ConvArgs p, unsigned state_blocks, unsigne
 // ahead. Every lane, in range or not, reaches every __syncthreads (the loop bounds and `next` are
 // the same for the whole block).
 template <int kDk>
-__global__ void __launch_bounds__(kRuleCols) gdn_rule_kernel(const RuleArgs a) {
-  extern __shared__ float smem[];  // the S tile [dk][kRuleCols], then q0, q1, k0, k1 [dk] each
+__global__ void __launch_bounds__(kRuleCols) gdn_rule_kernel(const RuleArgs args, const GdnStateRef* __restrict__ st) {
+  extern __shared__ float smem[];
+  RuleArgs a = args;
+  a.S = st->ssm;  // the S tile [dk][kRuleCols], then q0, q1, k0, k1 [dk] each
   const int dk = rule_dk<kDk>(a);
   float* qk = smem + dk * kRuleCols;
   auto qs = [&](int b) { return qk + dk * b; };
@@ -107,7 +117,7 @@ void gdn_gating(CudaContext& ctx, const TensorView& a, const TensorView& b, cons
   const GatingArgs args{a.as<const float>(), lda, b.as<const float>(), ldb, A_log.as<const float>(),
                         dt_bias.as<const float>(), T, static_cast<int>(Hv), g.as<float>(), ldg, beta.as<float>(),
                         ldbeta};
-  gdn_gating_kernel<<<static_cast<unsigned>(blocks), kGdnThreads, 0, ctx.stream>>>(args);
+  launch_kernel(ctx, "gdn_gating", gdn_gating_kernel, static_cast<unsigned>(blocks), kGdnThreads, 0, args);
   check_launch("gdn_gating", a, b, g, beta);
 }
 
@@ -140,13 +150,16 @@ void gdn_sequence(CudaContext& ctx, const GdnDims& d, const TensorView& conv_wei
   const uint16_t* xs = x.as<const uint16_t>() + r0 * ldx;
   uint16_t* qkv = qkv_out.as<uint16_t>() + r0 * ldq;
   const float* gs = g.as<const float>() + r0 * ldg;
-  const ConvArgs cp{xs, ldx, rows, C, conv_weight.as<const uint16_t>(), d.conv_kernel, seq.state.conv, qkv, ldq,
-                    d.Hk, d.dk, inv, gs, ldg, d.Hv, decay};
+  // The state pointers travel in staged memory (the kernels' `st`), not in the arguments.
+  const ConvArgs cp{
+      xs, ldx, rows, C,    conv_weight.as<const uint16_t>(), d.conv_kernel, nullptr, qkv, ldq, d.Hk, d.dk, inv,
+      gs, ldg, d.Hv, decay};
+  const GdnStateRef* st = ctx.upload(std::span<const GdnStateRef>(&seq.state, 1), "gdn_sequence state");
 
-  gdn_conv_kernel<<<p.conv_blocks, kGdnThreads, 0, ctx.stream>>>(cp);
+  launch_kernel(ctx, "gdn_sequence conv", gdn_conv_kernel, p.conv_blocks, kGdnThreads, 0, cp, st);
   check_launch("gdn_sequence conv", x, qkv_out);
-  gdn_prep_kernel<<<p.state_blocks + p.norm_blocks + p.decay_blocks, kGdnThreads, 0, ctx.stream>>>(
-      cp, p.state_blocks, p.norm_blocks);
+  launch_kernel(ctx, "gdn_sequence conv state, l2norm and decay", gdn_prep_kernel,
+                p.state_blocks + p.norm_blocks + p.decay_blocks, kGdnThreads, 0, cp, st, p.state_blocks, p.norm_blocks);
   check_launch("gdn_sequence conv state, l2norm and decay", x, qkv_out, g);
 
   RuleArgs ra{};
@@ -155,20 +168,22 @@ void gdn_sequence(CudaContext& ctx, const GdnDims& d, const TensorView& conv_wei
   ra.decay = decay;
   ra.beta = beta.as<const float>() + r0 * ldb, ra.ldb = ldb;
   ra.inv = inv;
-  ra.S = seq.state.ssm;
+  ra.S = nullptr;  // the recurrent rule reads st->ssm
   ra.out = core_out.as<uint16_t>() + r0 * ldo, ra.ldo = ldo;
   ra.rows = rows;
   ra.Hk = d.Hk, ra.Hv = d.Hv, ra.dk = d.dk, ra.dv = d.dv;
   ra.qscale = p.qscale;
   if (p.chunked && p.chunk_smem <= ctx.info.smem_per_block_optin) {
+    ra.S = seq.state.ssm;  // prefill only (>= kGdnChunk rows): never part of a pure-decode graph
     launch_gdn_chunked(ctx, ra, p.rule_heads, p.rule_tiles, p.chunk_smem);
     return;
   }
   const dim3 grid(p.rule_heads, p.rule_tiles);
   if (p.rule_unrolled)
-    gdn_rule_kernel<kGdnUnrolledDk><<<grid, kRuleCols, p.rule_smem, ctx.stream>>>(ra);
+    launch_kernel(ctx, "gdn_sequence delta rule", gdn_rule_kernel<kGdnUnrolledDk>, grid, kRuleCols, p.rule_smem, ra,
+                  st);
   else
-    gdn_rule_kernel<0><<<grid, kRuleCols, p.rule_smem, ctx.stream>>>(ra);
+    launch_kernel(ctx, "gdn_sequence delta rule", gdn_rule_kernel<0>, grid, kRuleCols, p.rule_smem, ra, st);
   check_launch("gdn_sequence delta rule", qkv_out, core_out, std::string("dk ") + std::to_string(d.dk));
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/graph_launch.cuh"
 #include "kernels/cuda/linear_mma.cuh"
 #include "kernels/cuda/linear_pack.h"
 
@@ -96,7 +97,7 @@ void launch(CudaContext& ctx, const CudaLinear& w, LinearLaunch p, int64_t colum
   const dim3 grid(static_cast<unsigned>(column_blocks), static_cast<unsigned>(row_tiles));
   with_kernel(w.kind, w.unit_tiles != 0, [&]<PackedKind KIND, bool UNITS>() {
     opt_in_smem<KIND, UNITS>(op);
-    linear_mma_kernel<KIND, UNITS><<<grid, kLinearThreads, linear_smem_bytes(KIND), ctx.stream>>>(p);
+    launch_kernel(ctx, op, linear_mma_kernel<KIND, UNITS>, grid, kLinearThreads, linear_smem_bytes(KIND), p);
   });
   check_launch(op, x, weight_layout_name(w.format));
 }
@@ -257,7 +258,8 @@ void grouped_linear(CudaContext& ctx, const GroupedLinear& g, const TensorView& 
   if (R == 0) return;
   auto* tiles = ctx.scratch.take_n<LinearTile>(static_cast<std::size_t>(bound), "grouped_linear tiles");
   auto* count = ctx.scratch.take_n<int32_t>(1, "grouped_linear tile count");
-  linear_tiles_kernel<<<1, kTileThreads, 0, ctx.stream>>>(offsets, static_cast<int>(gl.experts), R, bound, tiles, count);
+  launch_kernel(ctx, "grouped_linear tiles", linear_tiles_kernel, 1, kTileThreads, 0, offsets,
+                static_cast<int>(gl.experts), R, bound, tiles, count);
   check_launch("grouped_linear tiles", x, out);
   LinearLaunch p;
   p.outs[0].y = out.as<float>();

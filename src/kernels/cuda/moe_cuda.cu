@@ -83,7 +83,7 @@ void moe(CudaContext& ctx, const TensorView& x, const MoeHandle& handle, const T
   auto i32 = [&](const MoeRegion& r) { return static_cast<int32_t*>(at(r)); };
   auto f32 = [&](const MoeRegion& r) { return static_cast<float*>(at(r)); };
   auto bf16 = [&](const MoeRegion& r) { return static_cast<uint16_t*>(at(r)); };
-  const cudaStream_t s = ctx.stream;
+  const LaunchTarget s(ctx);  // launches through the step-graph recorder
 
   // The linears on x in one call: the router, and the shared expert's gate, up and score.
   std::array<LinearOut, 4> x_outs = {LinearOut{m.router, device_view(at(p.logits), DType::kF32, T, E)}};

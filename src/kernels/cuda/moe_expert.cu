@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/graph_launch.cuh"
 #include "kernels/cuda/moe_kernels.h"
 #include "kernels/cuda/moe_math.h"
 #include "kernels/cuda/moe_route.h"
@@ -52,20 +53,21 @@ __global__ void __launch_bounds__(kThreads) moe_combine_kernel(const float* __re
 
 }  // namespace
 
-void launch_moe_swiglu(cudaStream_t stream, const SwigluJob& a, const SwigluJob& b) {
+void launch_moe_swiglu(const LaunchTarget& stream, const SwigluJob& a, const SwigluJob& b) {
   // A grid-stride loop: enough blocks to fill the device many times over, a fixed cap past that
   // (the element order does not matter: each element is independent).
   const int64_t n = a.n + b.n;
   const int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t{1} << 16);
-  if (blocks > 0) moe_swiglu_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(a, b);
+  if (blocks > 0)
+    launch_kernel(stream, "moe_swiglu_kernel", moe_swiglu_kernel, static_cast<unsigned>(blocks), kThreads, 0, a, b);
 }
 
-void launch_moe_combine(cudaStream_t stream, const float* down, const int32_t* idx, const float* weight,
+void launch_moe_combine(const LaunchTarget& stream, const float* down, const int32_t* idx, const float* weight,
                         const int32_t* row_of, int64_t T, int k, int64_t H, const float* s_score, const float* s_down,
                         uint16_t* out) {
   const std::size_t smem = static_cast<std::size_t>(k) * sizeof(int32_t);
-  moe_combine_kernel<<<static_cast<unsigned>(T), kThreads, smem, stream>>>(down, idx, weight, row_of, k, H, s_score,
-                                                                           s_down, out);
+  launch_kernel(stream, "moe_combine_kernel", moe_combine_kernel, static_cast<unsigned>(T), kThreads, smem, down, idx,
+                weight, row_of, k, H, s_score, s_down, out);
 }
 
 }  // namespace fp4serve::kernels::cuda

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/cuda_limits.h"
+#include "kernels/cuda/graph_launch.cuh"
 #include "kernels/cuda/moe_kernels.h"
 #include "kernels/cuda/moe_plan.h"
 #include "kernels/cuda/moe_route.h"
@@ -158,43 +159,47 @@ __global__ void __launch_bounds__(256) moe_gather_kernel(const V* __restrict__ x
 
 }  // namespace
 
-void launch_moe_route(cudaStream_t stream, const float* logits, int64_t T, int E, int k, int32_t* idx, float* weight) {
+void launch_moe_route(const LaunchTarget& stream, const float* logits, int64_t T, int E, int k, int32_t* idx,
+                      float* weight) {
   const std::size_t smem = static_cast<std::size_t>(kMoeRouteWarps) * static_cast<std::size_t>(E) * sizeof(float);
-  moe_route_kernel<<<static_cast<unsigned>(moe_route_blocks(T)), kRouteThreads, smem, stream>>>(logits, T, E, k, idx,
-                                                                                                weight);
+  launch_kernel(stream, "moe_route_kernel", moe_route_kernel, static_cast<unsigned>(moe_route_blocks(T)), kRouteThreads,
+                smem, logits, T, E, k, idx, weight);
 }
 
 bool moe_route_sort_fused(int64_t pairs) { return pairs <= moe::kSortChunk; }
 
-void launch_moe_route_sort(cudaStream_t stream, const float* logits, int64_t T, int E, int k, int32_t* idx,
+void launch_moe_route_sort(const LaunchTarget& stream, const float* logits, int64_t T, int E, int k, int32_t* idx,
                            float* weight, int32_t* hist, int32_t* offsets, int32_t* row_token, int32_t* row_of) {
   if (moe_route_sort_fused(T * k)) {
-    moe_route_sort_small_kernel<<<1, moe::kSortChunk, small_smem_bytes(E), stream>>>(logits, T, E, k, idx, weight,
-                                                                                     offsets, row_token, row_of);
+    launch_kernel(stream, "moe_route_sort_small_kernel", moe_route_sort_small_kernel, 1, moe::kSortChunk,
+                  small_smem_bytes(E), logits, T, E, k, idx, weight, offsets, row_token, row_of);
     return;
   }
   launch_moe_route(stream, logits, T, E, k, idx, weight);
   launch_moe_sort(stream, idx, T * k, E, k, hist, offsets, row_token, row_of);
 }
 
-void launch_moe_sort(cudaStream_t stream, const int32_t* idx, int64_t pairs, int E, int k, int32_t* hist,
+void launch_moe_sort(const LaunchTarget& stream, const int32_t* idx, int64_t pairs, int E, int k, int32_t* hist,
                      int32_t* offsets, int32_t* row_token, int32_t* row_of) {
   const int64_t chunks = (pairs + moe::kSortChunk - 1) / moe::kSortChunk;
-  moe_count_kernel<<<static_cast<unsigned>(chunks), moe::kSortChunk, 0, stream>>>(idx, pairs, E, hist);
-  moe_scan_kernel<<<1, moe::kSortChunk, 0, stream>>>(hist, static_cast<int>(chunks), E, offsets);
-  moe_place_kernel<<<static_cast<unsigned>(chunks), moe::kSortChunk, 0, stream>>>(idx, pairs, E, k, hist, row_token,
-                                                                                  row_of);
+  launch_kernel(stream, "moe_count_kernel", moe_count_kernel, static_cast<unsigned>(chunks), moe::kSortChunk, 0, idx,
+                pairs, E, hist);
+  launch_kernel(stream, "moe_scan_kernel", moe_scan_kernel, 1, moe::kSortChunk, 0, hist, static_cast<int>(chunks), E,
+                offsets);
+  launch_kernel(stream, "moe_place_kernel", moe_place_kernel, static_cast<unsigned>(chunks), moe::kSortChunk, 0, idx,
+                pairs, E, k, hist, row_token, row_of);
 }
 
-void launch_moe_gather(cudaStream_t stream, const uint16_t* x, int64_t H, const int32_t* row_token, int64_t rows,
+void launch_moe_gather(const LaunchTarget& stream, const uint16_t* x, int64_t H, const int32_t* row_token, int64_t rows,
                        uint16_t* out) {
   const bool wide = H % 8 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0 &&
                     reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
   if (wide) {
-    moe_gather_kernel<uint4><<<static_cast<unsigned>(rows), 256, 0, stream>>>(reinterpret_cast<const uint4*>(x), H / 8,
-                                                                              row_token, reinterpret_cast<uint4*>(out));
+    launch_kernel(stream, "moe_gather_kernel<uint4>", moe_gather_kernel<uint4>, static_cast<unsigned>(rows), 256, 0,
+                  reinterpret_cast<const uint4*>(x), H / 8, row_token, reinterpret_cast<uint4*>(out));
   } else {
-    moe_gather_kernel<uint16_t><<<static_cast<unsigned>(rows), 256, 0, stream>>>(x, H, row_token, out);
+    launch_kernel(stream, "moe_gather_kernel<uint16_t>", moe_gather_kernel<uint16_t>, static_cast<unsigned>(rows), 256,
+                  0, x, H, row_token, out);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/elementwise_device.cuh"
 #include "kernels/cuda/elementwise_math.h"
+#include "kernels/cuda/graph_launch.cuh"
 #include "kernels/cuda/norm_cuda.h"
 
 namespace fp4serve::kernels::cuda {
@@ -178,8 +179,8 @@ void rmsnorm(CudaContext& ctx, const TensorView& x, const TensorView& w, float e
   const int D = checked_width(x.dim(1), "rmsnorm");
   if (rows == 0 || D == 0) return;
   const bool vec = D % 8 == 0 && all_aligned16({x.data, w.data, out.data});
-  rmsnorm_kernel<<<row_blocks(rows), kThreads, 0, ctx.stream>>>(x.as<const uint16_t>(), w.as<const float>(), rows, D,
-                                                                eps, out.as<uint16_t>(), vec);
+  launch_kernel(ctx, "rmsnorm", rmsnorm_kernel, row_blocks(rows), kThreads, 0, x.as<const uint16_t>(),
+                w.as<const float>(), rows, D, eps, out.as<uint16_t>(), vec);
   check_launch("rmsnorm", x, w, out);
 }
 
@@ -195,8 +196,8 @@ void rmsnorm_gated(CudaContext& ctx, const TensorView& x, const TensorView& z, c
   const int D = checked_width(x.dim(1), "rmsnorm_gated");
   if (rows == 0 || D == 0) return;
   const bool vec = D % 8 == 0 && all_aligned16({x.data, z.data, w.data, out.data});
-  rmsnorm_gated_kernel<<<row_blocks(rows), kThreads, 0, ctx.stream>>>(
-      x.as<const uint16_t>(), z.as<const uint16_t>(), w.as<const float>(), rows, D, eps, out.as<uint16_t>(), vec);
+  launch_kernel(ctx, "rmsnorm_gated", rmsnorm_gated_kernel, row_blocks(rows), kThreads, 0, x.as<const uint16_t>(),
+                z.as<const uint16_t>(), w.as<const float>(), rows, D, eps, out.as<uint16_t>(), vec);
   check_launch("rmsnorm_gated", x, z, w, out);
 }
 
@@ -209,9 +210,8 @@ void layernorm(CudaContext& ctx, const TensorView& x, const TensorView& w, const
   expect_view(out, DType::kBF16, {rows, x.dim(1)}, "layernorm out");
   const int D = checked_width(x.dim(1), "layernorm");
   if (rows == 0 || D == 0) return;
-  layernorm_kernel<<<row_blocks(rows), kThreads, 0, ctx.stream>>>(x.as<const uint16_t>(), x.stride[0], rows, D,
-                                                                  w.as<const float>(), b.as<const float>(), eps,
-                                                                  out.as<uint16_t>(), out.stride[0]);
+  launch_kernel(ctx, "layernorm", layernorm_kernel, row_blocks(rows), kThreads, 0, x.as<const uint16_t>(), x.stride[0],
+                rows, D, w.as<const float>(), b.as<const float>(), eps, out.as<uint16_t>(), out.stride[0]);
   check_launch("layernorm", x, w, b, out);
 }
 

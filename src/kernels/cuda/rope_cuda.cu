@@ -14,6 +14,7 @@
 
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/elementwise_device.cuh"
+#include "kernels/cuda/graph_launch.cuh"
 #include "kernels/cuda/rope_cuda.h"
 #include "kernels/cuda/rope_math.h"
 
@@ -109,7 +110,7 @@ void rope(CudaContext& ctx, const TensorView& x, const TensorView& positions, co
   a.sec_h = cfg.sections[1];
   a.sec_w = cfg.sections[2];
   rope_inv_freq(cfg, a.inv_freq);
-  rope_kernel<<<static_cast<unsigned>(T), kRopeThreads, 0, ctx.stream>>>(x.as<uint16_t>(), pt, ph, pw, a);
+  launch_kernel(ctx, "rope", rope_kernel, static_cast<unsigned>(T), kRopeThreads, 0, x.as<uint16_t>(), pt, ph, pw, a);
   check_launch("rope", x, positions);
 }
 
@@ -125,9 +126,8 @@ void rope_table(CudaContext& ctx, const TensorView& x, const TensorView& cos, co
   if (H > (int64_t{1} << 20)) throw std::invalid_argument("rope_table: too many heads");
   const int64_t pairs = T * H * (D / 2);
   if (pairs == 0) return;
-  rope_table_kernel<<<grid_for(ctx, pairs, 256), 256, 0, ctx.stream>>>(x.as<uint16_t>(), x.stride[0], T,
-                                                                       static_cast<int>(H), static_cast<int>(D),
-                                                                       cos.as<const float>(), sin.as<const float>());
+  launch_kernel(ctx, "rope_table", rope_table_kernel, grid_for(ctx, pairs, 256), 256, 0, x.as<uint16_t>(), x.stride[0],
+                T, static_cast<int>(H), static_cast<int>(D), cos.as<const float>(), sin.as<const float>());
   check_launch("rope_table", x, cos, sin);
 }
 

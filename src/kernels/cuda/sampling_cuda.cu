@@ -16,6 +16,7 @@
 
 #include "kernels/cpu/sampling_cpu.h"
 #include "kernels/cuda/cuda_error.h"
+#include "kernels/cuda/graph_launch.cuh"
 #include "kernels/cuda/sampling_block.cuh"
 #include "kernels/cuda/sampling_pack.h"
 #include "kernels/cuda/sampling_rules.h"
@@ -83,13 +84,13 @@ unsigned char* enqueue_sample(CudaContext& ctx, const TensorView& logits, std::s
 
   // One launch per selection path (a row's block exits at once in the others), then the logprobs.
   const auto grid = static_cast<unsigned>(rows.size());
-  select_kernel<kPathGreedyOrPlain><<<grid, kSampleThreads, 0, ctx.stream>>>(a);
+  launch_kernel(ctx, "sample", select_kernel<kPathGreedyOrPlain>, grid, kSampleThreads, 0, a);
   check_launch("sample", logits, "rows " + std::to_string(rows.size()));
-  select_kernel<kPathTopK><<<grid, kSampleThreads, 0, ctx.stream>>>(a);
+  launch_kernel(ctx, "sample top-k", select_kernel<kPathTopK>, grid, kSampleThreads, 0, a);
   check_launch("sample top-k", logits, "rows " + std::to_string(rows.size()));
-  select_kernel<kPathTopP><<<grid, kSampleThreads, 0, ctx.stream>>>(a);
+  launch_kernel(ctx, "sample top-p", select_kernel<kPathTopP>, grid, kSampleThreads, 0, a);
   check_launch("sample top-p", logits, "rows " + std::to_string(rows.size()));
-  logprobs_kernel<<<grid, kSampleThreads, 0, ctx.stream>>>(a);
+  launch_kernel(ctx, "sample logprobs", logprobs_kernel, grid, kSampleThreads, 0, a);
   check_launch("sample logprobs", logits, "rows " + std::to_string(rows.size()));
   return device_results;
 }
