@@ -262,10 +262,11 @@ class Backend {
   // sample() split in two: sample_async enqueues the op and returns before its results reach the
   // host; wait_sample(ticket) blocks until `out` (and every row's `top`) hold them. Everything sample()
   // reads -- the logits, the rows (their options and id spans) and `out` -- must stay valid and
-  // unchanged until wait_sample. At most one sample_async is outstanding per backend (a second throws);
-  // other ops, a synchronous sample() included, may run in between. The unseeded rows' engine draws
-  // (*config.engine_draws) are taken when the op is enqueued, as sample() takes them. The default runs
-  // sample() at once and wait_sample does nothing (the CPU backend: its ops complete before returning).
+  // unchanged until wait_sample. At most one sample_async may be outstanding per backend (the CUDA
+  // backend throws on a second); other ops, a synchronous sample() included, may run in between. The
+  // unseeded rows' engine draws (*config.engine_draws) are taken when the op is enqueued, as sample()
+  // takes them. The default runs sample() at once and wait_sample does nothing (the CPU backend: its
+  // ops complete before returning).
   struct SampleTicket {
     uint64_t id = 0;
   };
