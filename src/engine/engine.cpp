@@ -136,6 +136,7 @@ struct Engine::Impl {
     stats.request_params_max_tokens = Histogram(one_two_five_buckets(info.max_model_len));
     stats.last_progress = Clock::now();
     if (c.kv_events.publishes()) start_kv_events(c.kv_events);
+    async_scheduling = c.async_scheduling;
   }
 
   // KV events: the cache's emit points record into kv_event_log; after each step the events become
@@ -208,14 +209,19 @@ struct Engine::Impl {
   }
 
   // ---- engine thread ----
+  // One iteration: [async: complete the step in flight] -> the inbox (admissions, aborts; with async
+  // scheduling the aborts wait until after the step's outputs are processed, as they would have been
+  // sent before the abort in the synchronous loop) -> launch a step -> [sync: complete it] -> process
+  // the completed step's outputs.
   void run() {
     while (true) {
+      if (step_in_flight) guarded([&] { complete_step(); });
       std::deque<EngineRequest> incoming;
       std::vector<std::string> aborts;
       bool hard_stop = false;
       {
         std::unique_lock lock(inbox_mutex);
-        const bool busy = scheduler.has_unfinished_requests() && !debug_stall.load();
+        const bool busy = (scheduler.has_unfinished_requests() && !debug_stall.load()) || completed.any;
         if (!busy) {
           wake.wait_for(lock, std::chrono::milliseconds(50),
                         [&] { return !inbox.empty() || !abort_inbox.empty() || stop_hard || grammar_ready; });
@@ -247,10 +253,7 @@ struct Engine::Impl {
         }
         admit(std::move(r), std::move(channel));
       }
-      for (const std::string& id : aborts) {
-        abort_grammar_wait(id, std::nullopt);
-        abort_parent(id, std::nullopt);
-      }
+      if (!async_scheduling) apply_aborts(aborts);
       const bool compiled = admit_compiled();
       if (!incoming.empty() || !aborts.empty() || compiled) publish(true);
       if (hard_stop) {
@@ -259,25 +262,55 @@ struct Engine::Impl {
         for (const std::string& id : ids) abort_parent(id, std::string("server shutting down"), /*shutdown=*/true);
         while (!grammar_waits.empty())
           abort_grammar_wait(grammar_waits.front().request.id, std::string("server shutting down"), true);
+        completed.clear();
         publish(false);
         return;
       }
       if (!scheduler.has_unfinished_requests() || debug_stall.load()) {
+        guarded([&] { process_step(); });
+        if (async_scheduling) apply_aborts(aborts);
         publish(scheduler.has_unfinished_requests());
+        flush_kv_events();  // the last completed step's, with async scheduling
         if (debug_stall.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
         continue;
       }
-      try {
-        step();
-      } catch (const std::exception& e) {
-        // A bug or an impossible input slipped through: fail every request loudly rather than hang.
-        spdlog::error("engine step failed: {}; aborting all requests", e.what());
-        std::vector<std::string> ids;
-        for (const auto& [id, _] : parents) ids.push_back(id);
-        for (const std::string& id : ids) abort_parent(id, fmt::format("engine error: {}", e.what()));
-        publish(scheduler.has_unfinished_requests());
-      }
+      guarded([&] {
+        const bool launched = launch_step();
+        if (launched && !async_scheduling) complete_step();
+      });
+      guarded([&] { process_step(); });
+      if (async_scheduling) apply_aborts(aborts);
       flush_kv_events();
+    }
+  }
+
+  void apply_aborts(const std::vector<std::string>& aborts) {
+    for (const std::string& id : aborts) {
+      abort_grammar_wait(id, std::nullopt);
+      abort_parent(id, std::nullopt);
+    }
+    if (!aborts.empty()) publish(scheduler.has_unfinished_requests());
+  }
+
+  // A bug or an impossible input slipped through a phase: fail every request loudly rather than hang.
+  template <class F>
+  void guarded(F&& phase) {
+    try {
+      phase();
+    } catch (const std::exception& e) {
+      spdlog::error("engine step failed: {}; aborting all requests", e.what());
+      completed.clear();
+      if (step_in_flight && sampler.launched()) {
+        try {
+          sampler.finish_step();
+        } catch (const std::exception&) {
+        }
+      }
+      step_in_flight = false;
+      std::vector<std::string> ids;
+      for (const auto& [id, _] : parents) ids.push_back(id);
+      for (const std::string& id : ids) abort_parent(id, fmt::format("engine error: {}", e.what()));
+      publish(scheduler.has_unfinished_requests());
     }
   }
 
@@ -508,21 +541,27 @@ struct Engine::Impl {
   }
 
   // After a step's tokens: each constrained sequence's matcher takes them and computes its next mask.
+  // A sequence the grammar ends leaves the scheduler at once; process_step tells the client (after
+  // the step's tokens, unless a stop ended the sequence first).
   void advance_structured(std::span<const StepResult> results) {
     for (const StepResult& res : results) {
       SequenceTrack& seq = *track_of(*res.request);
       if (!seq.structured || seq.finished) continue;
       if (seq.structured->tokens_seen() == res.request->output_token_ids().size()) continue;
+      const char* why = nullptr;
       switch (seq.structured->advance(res.request->output_token_ids())) {
         case StructuredOutputState::Progress::kOk:
           break;
         case StructuredOutputState::Progress::kRejected:
-          end_by_grammar(*seq.parent, seq, "a token outside the structured-output grammar was generated");
+          why = "a token outside the structured-output grammar was generated";
           break;
         case StructuredOutputState::Progress::kDeadEnd:
-          end_by_grammar(*seq.parent, seq, "the structured-output grammar cannot be continued by any token");
+          why = "the structured-output grammar cannot be continued by any token";
           break;
       }
+      if (why == nullptr) continue;
+      scheduler.abort_request(seq.scheduler_id);
+      completed.grammar_ends.push_back(GrammarEnd{&seq, why});
     }
   }
 
@@ -556,15 +595,59 @@ struct Engine::Impl {
     p.last_finish_reason = reason;
   }
 
-  void step() {
+  // ---- the engine loop's three phases (docs/ARCHITECTURE.md "The engine loop") ----
+  // launch_step: schedule, run the forward, enqueue the sampling (Sampler::launch_step) and sample the
+  //   fork children's first tokens; the step is then in flight.
+  // complete_step: wait for the sampled tokens, update the scheduler (tokens appended, EOS / stop ids
+  //   / max_tokens), roll back verify steps, draft, fork, and advance the grammars -- everything the
+  //   next schedule() and the next step's sampling depend on -- and keep the step's tokens in
+  //   `completed` for process_step.
+  // process_step: per token the client's side (detokenize, stop strings, logprobs, deltas), flush,
+  //   stats, publish.
+  // Synchronous: launch, complete, process. Async scheduling (vLLM's --async-scheduling): complete
+  //   N, launch N+1, then process N while N+1 runs on the device; a stop string found by process N
+  //   ends a request whose step N+1 is in flight: the scheduler discards that step's work for it
+  //   (Scheduler::discard_step) and its token is never sent (its sequence is finished).
+  struct TokenEvent {
+    SequenceTrack* seq = nullptr;
+    std::int32_t token = -1;
+    RequestStatus status = RequestStatus::kRunning;
+    int token_index = 0;
+    int num_cached_tokens = 0;
+    SampleOutput sample;
+  };
+  struct GrammarEnd {
+    SequenceTrack* seq = nullptr;
+    const char* why = "";
+  };
+  struct CompletedStep {
+    std::vector<TokenEvent> tokens;
+    std::vector<GrammarEnd> grammar_ends;  // applied after the step's tokens, as they were sent
+    int step_tokens = 0;
+    double duration_s = 0;     // schedule() of the step to its tokens back on the host
+    bool any = false;          // a step completed since the last process_step
+    bool any_results = false;  // ... and appended tokens (finished sequences' included)
+    void clear() {
+      tokens.clear();
+      grammar_ends.clear();
+      step_tokens = 0;
+      duration_s = 0;
+      any = false;
+      any_results = false;
+    }
+  };
+
+  // Returns false when nothing was scheduled (the idle step: publishes and sleeps 1 ms, as before).
+  bool launch_step() {
     const SchedulerOutput& out = scheduler.schedule();
     if (out.scheduled.empty()) {
       scheduler.update_from_output({});
       publish(true);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      return;
+      return false;
     }
     const Clock::time_point started = Clock::now();
+    launched_at = started;
     for (const ScheduledRequest& s : out.scheduled) {
       ParentTrack& p = *track_of(*s.request)->parent;
       if (!p.scheduled_once) {
@@ -573,7 +656,8 @@ struct Engine::Impl {
         stats_pending_queue.push_back(seconds(started - p.arrival));
       }
     }
-    const kernels::TensorView logits = runner.execute(
+    step_in_flight = true;  // from here on the scheduler's step is open (an abort is deferred)
+    launched_logits = runner.execute(
         out,
         [this](const ScheduledRequest& s, int first, int count, const float* rows) {
           collect_prompt_logprobs(s, first, count, rows);
@@ -588,51 +672,87 @@ struct Engine::Impl {
         track_of(*s.request)->images.release_before(*s.request->mm, s.start_position + s.num_scheduled_tokens);
     }
     // One row per sampling request, or 1 + d rows for a request verifying d drafts (step_sampling.h).
-    step_sampling.add_rows(out, logits.dim(0), sampler, [](const Request& r) { return &track_of(r)->sampling; });
+    step_sampling.add_rows(out, launched_logits.dim(0), sampler, [](const Request& r) { return &track_of(r)->sampling; });
     structured_rows.apply(out, step_sampling, sampler, structured_of, info.vocab_size);
-    std::vector<SampleOutput> sampled = sampler.sample_step(logits);
-    const std::span<const std::int32_t> fork_tokens = step_sampling.sample_forks(
-        out, logits, sampler, [](const Request& r) { return &track_of(r)->sampling; },
+    sampler.launch_step(launched_logits);
+    // After the launch (their unseeded draws follow the step's rows'), each synchronously: rare.
+    launched_fork_tokens = step_sampling.sample_forks(
+        out, launched_logits, sampler, [](const Request& r) { return &track_of(r)->sampling; },
         [](const Request& r) {
           const StructuredOutputState* st = structured_of(r);
           return st && st->constrained() ? st->mask() : std::span<const std::int32_t>();
         });
     share_prompt_logprobs(out);
-    const int step_tokens = out.total_num_scheduled_tokens;
+    return true;
+  }
+
+  void complete_step() {
+    const SchedulerOutput& out = scheduler.last_output();
+    std::vector<SampleOutput> sampled = sampler.finish_step();
+    completed.step_tokens = out.total_num_scheduled_tokens;
+    completed.duration_s = seconds(Clock::now() - launched_at);
+    completed.any = true;
     const std::vector<StepResult>& results =
-        scheduler.update_from_emitted(step_sampling.accept(out, sampled), fork_tokens);
+        scheduler.update_from_emitted(step_sampling.accept(out, sampled), launched_fork_tokens);
+    step_in_flight = false;
     runner.apply_verify_outcomes(out);
     // Drafts for the next step, before the forks: the MTP drafter writes its KV rows into the blocks
     // of the requests it ran, and a fork copies its source's partial block (every layer, the MTP's
     // too) afterwards. It overwrites the step's workspace, which nothing reads after sampling.
     if (drafter) drafter->propose_step(out, num_speculative_tokens, info.vocab_size, scheduler.running());
     runner.apply_forks(out);
-    const Clock::time_point now = Clock::now();
-    std::vector<ParentTrack*> touched;
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      const StepResult& res = results[i];
+    completed.any_results = !results.empty();
+    for (const StepResult& res : results) {
       SequenceTrack& seq = *track_of(*res.request);
-      ParentTrack& p = *seq.parent;
-      if (seq.finished) continue;  // a stop string ended it at an earlier token of this step
-      if (p.num_cached_tokens < 0) p.num_cached_tokens = std::max(0, res.request->num_cached_tokens);
+      if (seq.finished) continue;  // a stop string or an abort ended it
+      TokenEvent e;
+      e.seq = &seq;
+      e.token = res.token;
+      e.status = res.status;
+      e.token_index = res.token_index;
+      e.num_cached_tokens = std::max(0, res.request->num_cached_tokens);
       SampleOutput& sample = res.fork_index >= 0 ? step_sampling.fork_output(res.scheduled_index, res.fork_index)
                                                  : sampled[step_sampling.row(res.scheduled_index, res.token_index)];
-      on_token(seq, *res.request, res, sample, now);
-      if (std::find(touched.begin(), touched.end(), &p) == touched.end()) touched.push_back(&p);
+      e.sample = std::move(sample);
+      completed.tokens.push_back(std::move(e));
     }
+    // The matchers take the step's tokens now: the next step's masks depend on them. A sequence the
+    // grammar cannot continue leaves the scheduler now (so the next step does not run it); the
+    // client hears of it after the step's tokens (process_step), as before.
     advance_structured(results);
-    for (ParentTrack* p : touched) flush_parent(parents.find(p->id), now);
     // Drafts the grammar refuses are cut before the next step schedules them (after the matchers took
     // this step's tokens: the drafts follow them).
     if (drafter) StructuredRows::cut_drafts(scheduler.running(), structured_of);
+    retired_parents.clear();  // no step refers to them any more
+  }
+
+  void process_step() {
+    if (!completed.any) return;
+    const Clock::time_point now = Clock::now();
+    std::vector<ParentTrack*> touched;
+    for (TokenEvent& e : completed.tokens) {
+      SequenceTrack& seq = *e.seq;
+      ParentTrack& p = *seq.parent;
+      if (seq.finished) continue;  // a stop string ended it at an earlier token of this step
+      if (p.num_cached_tokens < 0) p.num_cached_tokens = e.num_cached_tokens;
+      on_token(seq, e, now);
+      if (std::find(touched.begin(), touched.end(), &p) == touched.end()) touched.push_back(&p);
+    }
+    for (const GrammarEnd& g : completed.grammar_ends) {
+      if (g.seq->finished) continue;
+      end_by_grammar(*g.seq->parent, *g.seq, g.why);
+      if (std::find(touched.begin(), touched.end(), g.seq->parent) == touched.end()) touched.push_back(g.seq->parent);
+    }
+    for (ParentTrack* p : touched) flush_parent(parents.find(p->id), now);
     {
       std::lock_guard lock(stats_mutex);
-      stats.iteration_tokens.observe(step_tokens);
-      stats.engine_step_duration.observe(seconds(now - started));
+      stats.iteration_tokens.observe(completed.step_tokens);
+      stats.engine_step_duration.observe(completed.duration_s);
       for (double q : stats_pending_queue) stats.request_queue_time.observe(q);
       stats_pending_queue.clear();
-      if (!results.empty()) stats.last_progress = now;
+      if (completed.any_results) stats.last_progress = now;
     }
+    completed.clear();
     publish(true);
   }
 
@@ -671,8 +791,8 @@ struct Engine::Impl {
     }
   }
 
-  void on_token(SequenceTrack& seq, const Request& r, const StepResult& res, SampleOutput& sample,
-                Clock::time_point now) {
+  void on_token(SequenceTrack& seq, TokenEvent& res, Clock::time_point now) {
+    SampleOutput& sample = res.sample;
     ParentTrack& p = *seq.parent;
     ++seq.num_output;
     {
@@ -706,7 +826,7 @@ struct Engine::Impl {
       if (auto match = find_stop_string(seq.text, seq.text.size() - check_from, params.stop,
                                         params.include_stop_str_in_output)) {
         seq.text.resize(match->truncate_to);
-        if (!length_capped) scheduler.abort_request(r.id());
+        if (!length_capped) scheduler.abort_request(seq.scheduler_id);
         finish_sequence(p, seq, "stop", match->stop);
       }
     }
@@ -769,6 +889,9 @@ struct Engine::Impl {
     outbox.emplace_back(p.channel, std::move(out));
     if (finished) {
       if (p.twin_key) twins.remove(*p.twin_key, p.twin_id);
+      // The open step may still name its sequences (a held fork child aborted while it runs is forked
+      // before its abort applies): kept until complete_step has read the step's results.
+      if (step_in_flight) retired_parents.push_back(std::move(it->second));
       parents.erase(it);
     }
   }
@@ -815,6 +938,14 @@ struct Engine::Impl {
   std::vector<std::pair<std::shared_ptr<OutputChannel>, RequestOutput>> outbox;
   std::deque<GrammarWait> grammar_waits;  // engine thread only
   StructuredRows structured_rows;
+  // The engine loop's phases (engine thread only).
+  bool async_scheduling = false;
+  bool step_in_flight = false;  // launched, not completed
+  kernels::TensorView launched_logits;
+  Clock::time_point launched_at;  // when the step in flight was scheduled
+  std::span<const std::int32_t> launched_fork_tokens;
+  CompletedStep completed;
+  std::vector<std::unique_ptr<ParentTrack>> retired_parents;
 
   // Inbox (any thread).
   std::mutex inbox_mutex;

@@ -3,6 +3,10 @@
 // update -> detokenize/stop -> push outputs. Other threads talk to it only through submit(),
 // abort(), stats() and the per-request OutputChannel (all thread-safe).
 //
+// With async_scheduling the loop is pipelined: complete step N -> schedule and launch step N+1 ->
+// process step N's outputs while N+1 runs (a request a stop string ends then has N+1's token
+// discarded).
+//
 // Ownership and threading (TurboMind style, written down):
 //  * Engine owns the model runner and the scheduling stack; only the engine thread touches them.
 //  * submit()/abort() put work in an inbox under inbox_mutex_ and wake the engine thread; the engine
@@ -84,6 +88,10 @@ struct EngineConfig {
   std::shared_ptr<const model::VisionEncoder> vision_encoder;
   // vLLM's --kv-events-config: KV cache events on a ZMQ PUB socket for KV-aware routers (kv_events.h).
   KvEventsConfig kv_events;
+  // vLLM's --async-scheduling: a step's outputs (detokenize, stop strings, logprobs, streaming) are
+  // processed while the next step runs on the device; the outputs are those of the synchronous loop
+  // (docs/ARCHITECTURE.md "The engine loop"). serve turns it on by default, as vLLM does.
+  bool async_scheduling = false;
 };
 
 struct EngineRequest {

@@ -19,9 +19,11 @@ Sampler::Sampler(SamplerConfig config, kernels::Backend& backend) : config_(std:
   // A step's rows, and their top-N up to vLLM's default --max-logprobs; a request asking for more
   // grows the top-N storage once.
   const auto rows = static_cast<std::size_t>(std::max<int64_t>(config_.max_rows, 0));
-  rows_.reserve(rows);
-  results_.reserve(rows);
-  top_.reserve(rows * static_cast<std::size_t>(kDefaultMaxLogprobs));
+  for (Batch* b : {&current_, &launched_batch_}) {
+    b->rows.reserve(rows);
+    b->results.reserve(rows);
+    b->top.reserve(rows * static_cast<std::size_t>(kDefaultMaxLogprobs));
+  }
 }
 
 kernels::SamplingOptions Sampler::options_for(const SamplingParams& p, std::span<const int32_t> prompt_ids) const {
@@ -73,48 +75,85 @@ void Sampler::add_row(const kernels::SamplingOptions& options, std::span<const i
   row.options = &options;
   row.prompt_ids = prompt_ids;
   row.output_ids = output_ids;
-  rows_.push_back(row);
+  current_.rows.push_back(row);
 }
 
 void Sampler::set_row_bitmask(std::size_t row, std::span<const int32_t> bitmask) {
-  if (row >= rows_.size())
-    throw EngineLogicError("sampler: bitmask for row " + std::to_string(row) + " of " + std::to_string(rows_.size()));
-  rows_[row].token_bitmask = bitmask;
+  if (row >= current_.rows.size())
+    throw EngineLogicError("sampler: bitmask for row " + std::to_string(row) + " of " +
+                           std::to_string(current_.rows.size()));
+  current_.rows[row].token_bitmask = bitmask;
 }
 
-std::vector<SampleOutput> Sampler::sample_step(const kernels::TensorView& logits) {
+void Sampler::lay_out(Batch& b) const {
   // Every row's top-N room, back to back; the spans are set once the storage has its size.
   std::size_t top_total = 0;
-  for (const kernels::SampleRow& r : rows_)
+  for (const kernels::SampleRow& r : b.rows)
     top_total += static_cast<std::size_t>(r.options->top_entries(config_.valid_vocab_size));
-  if (top_.size() < top_total) top_.resize(top_total);
-  for (std::size_t i = 0, at = 0; i < rows_.size(); ++i) {
-    const auto n = static_cast<std::size_t>(rows_[i].options->top_entries(config_.valid_vocab_size));
-    rows_[i].top = std::span<kernels::TokenLogprob>(top_).subspan(at, n);
+  if (b.top.size() < top_total) b.top.resize(top_total);
+  for (std::size_t i = 0, at = 0; i < b.rows.size(); ++i) {
+    const auto n = static_cast<std::size_t>(b.rows[i].options->top_entries(config_.valid_vocab_size));
+    b.rows[i].top = std::span<kernels::TokenLogprob>(b.top).subspan(at, n);
     at += n;
   }
-  results_.resize(rows_.size());
+  b.results.resize(b.rows.size());
+}
 
+kernels::SamplingConfig Sampler::op_config() {
   kernels::SamplingConfig op;
   op.vocab_size = config_.vocab_size;
   op.valid_vocab_size = config_.valid_vocab_size;
   op.seed = config_.seed;
   op.engine_draws = &engine_draws_;
   op.num_threads = config_.num_threads;
+  return op;
+}
+
+std::vector<SampleOutput> Sampler::outputs_of(Batch& b) {
+  std::vector<SampleOutput> out(b.rows.size());
+  for (std::size_t i = 0; i < b.rows.size(); ++i) {
+    out[i].token = b.results[i].token;
+    if (b.results[i].has_logprobs) out[i].logprobs = to_sample_logprobs(b.results[i], b.rows[i].top);
+  }
+  b.rows.clear();
+  return out;
+}
+
+std::vector<SampleOutput> Sampler::sample_step(const kernels::TensorView& logits) {
+  lay_out(current_);
   try {
-    backend_->sample(logits, rows_, op, results_);
+    backend_->sample(logits, current_.rows, op_config(), current_.results);
   } catch (...) {
-    rows_.clear();
+    current_.rows.clear();
     throw;
   }
+  return outputs_of(current_);
+}
 
-  std::vector<SampleOutput> out(rows_.size());
-  for (std::size_t i = 0; i < rows_.size(); ++i) {
-    out[i].token = results_[i].token;
-    if (results_[i].has_logprobs) out[i].logprobs = to_sample_logprobs(results_[i], rows_[i].top);
+void Sampler::launch_step(const kernels::TensorView& logits) {
+  if (launched_) throw EngineLogicError("sampler: launch_step while a launched step was not finished");
+  lay_out(current_);
+  std::swap(current_, launched_batch_);
+  current_.rows.clear();
+  try {
+    ticket_ = backend_->sample_async(logits, launched_batch_.rows, op_config(), launched_batch_.results);
+  } catch (...) {
+    launched_batch_.rows.clear();
+    throw;
   }
-  rows_.clear();
-  return out;
+  launched_ = true;
+}
+
+std::vector<SampleOutput> Sampler::finish_step() {
+  if (!launched_) throw EngineLogicError("sampler: finish_step without a launched step");
+  launched_ = false;
+  try {
+    backend_->wait_sample(ticket_);
+  } catch (...) {
+    launched_batch_.rows.clear();
+    throw;
+  }
+  return outputs_of(launched_batch_);
 }
 
 std::vector<SampleOutput> Sampler::sample(std::span<const SampleInput> batch) {

@@ -63,11 +63,19 @@ class Sampler {
   void add_row(const kernels::SamplingOptions& options, std::span<const int32_t> prompt_ids,
                std::span<const int32_t> output_ids);
   std::vector<SampleOutput> sample_step(const kernels::TensorView& logits);
+  // sample_step in two halves (async scheduling): launch_step enqueues the op on the added rows
+  // (Backend::sample_async) and returns; finish_step waits for it and returns the outputs. Between
+  // them the logits and the rows' option and id spans must stay unchanged, and new rows may be added
+  // and sampled with sample_step (they use their own storage); one launch at a time
+  // (EngineLogicError otherwise). The engine draws of unseeded rows are taken at launch.
+  void launch_step(const kernels::TensorView& logits);
+  std::vector<SampleOutput> finish_step();
+  bool launched() const { return launched_; }
   // Structured output: the grammar bitmask of the row-th row added since the last sample_step
   // (kernels::SampleRow::token_bitmask); it must stay valid until then. EngineLogicError for a row
   // not added yet.
   void set_row_bitmask(std::size_t row, std::span<const int32_t> bitmask);
-  std::size_t pending_rows() const { return rows_.size(); }
+  std::size_t pending_rows() const { return current_.rows.size(); }
 
   // One output per input, in order. Throws EngineLogicError (before sampling anything) for a row
   // of the wrong length or a missing params pointer.
@@ -82,9 +90,21 @@ class Sampler {
   SamplerConfig config_;
   kernels::Backend* backend_;
   uint64_t engine_draws_ = 0;
-  std::vector<kernels::SampleRow> rows_;        // the step's rows
-  std::vector<kernels::SampleResult> results_;  // one per row
-  std::vector<kernels::TokenLogprob> top_;      // the rows' top-N entries, back to back
+  // A step's rows, their results and top-N entries (back to back); `current_` is being filled by
+  // add_row, `launched_batch_` is the launched one (swapped, so both keep their reserved storage).
+  struct Batch {
+    std::vector<kernels::SampleRow> rows;
+    std::vector<kernels::SampleResult> results;  // one per row
+    std::vector<kernels::TokenLogprob> top;
+  };
+  kernels::SamplingConfig op_config();
+  // Sizes the batch's results and top-N room and points each row's `top` into it.
+  void lay_out(Batch& b) const;
+  static std::vector<SampleOutput> outputs_of(Batch& b);
+  Batch current_;
+  Batch launched_batch_;
+  kernels::Backend::SampleTicket ticket_;
+  bool launched_ = false;
 };
 
 }  // namespace fp4serve::engine

@@ -317,6 +317,11 @@ const std::vector<StepResult>& Scheduler::update_from_emitted(std::span<const st
       r.fork_children.clear();
       output_.scheduled[i].fork_children = {};  // forked: the view would dangle
     }
+    if (!deferred_aborts_.empty() &&
+        std::find(deferred_aborts_.begin(), deferred_aborts_.end(), r.id()) != deferred_aborts_.end()) {
+      discard_step(s);
+      continue;
+    }
     if (s.num_draft_tokens > 0) {
       update_verified(static_cast<int>(i), s, emitted[i]);
       continue;
@@ -351,6 +356,16 @@ const std::vector<StepResult>& Scheduler::update_from_emitted(std::span<const st
   for (const std::string& id : deferred_aborts_) abort_request(id);
   deferred_aborts_.clear();
   return results_;
+}
+
+void Scheduler::discard_step(const ScheduledRequest& s) {
+  // The request ends right after this update (deferred abort): what the step computed for it is
+  // dropped with its blocks, as if the step had not run it -- no token appended, nothing registered
+  // in the prefix cache. Snapshots it reserved are released; a tail it planned was overwritten by the
+  // step (tail_snapshot_tokens is 0), so release_resources releases it rather than committing it.
+  for (const SnapshotPoint& p : output_.snapshots_of(s))
+    if (!p.is_tail) snapshots_->release(p.snapshot_id);
+  if (s.restore_snapshot_id >= 0) snapshots_->unpin(s.restore_snapshot_id);
 }
 
 RequestStatus Scheduler::finish_status(const Request& r) const {

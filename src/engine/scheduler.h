@@ -48,7 +48,9 @@
 // and prefills itself. A source aborted before the fork hands its held children to the first of them.
 //
 // Single-threaded: the engine thread owns it. Calls alternate schedule() / update_from_output();
-// abort_request() between them is deferred to the end of update_from_output().
+// abort_request() between them is deferred to the end of update_from_output(), and the step's work
+// for that request is discarded: no token appended or counted, nothing cached (the engine's async
+// scheduling ends requests this way when a stop string is found while their next step runs).
 #pragma once
 
 #include <cstdint>
@@ -118,6 +120,8 @@ class Scheduler {
   bool abort_request(std::string_view id);
 
   const SchedulerOutput& schedule();
+  // The last schedule()'s output (update_from_emitted fills its outcome fields); valid until the next.
+  const SchedulerOutput& last_output() const { return output_; }
   // sampled_tokens[i] is the token sampled for output.scheduled[i] (ignored where !needs_logits).
   const std::vector<StepResult>& update_from_output(std::span<const std::int32_t> sampled_tokens);
   // The general form: emitted[i] are the tokens output.scheduled[i] produced (ignored where
@@ -147,6 +151,8 @@ class Scheduler {
   // Verify steps: the snapshots the kept positions start .. end - 1 passed, into kept_snapshot_points.
   void plan_kept_snapshots(Request& r, int start, int end);
   void update_verified(int index, const ScheduledRequest& s, std::span<const std::int32_t> tokens);
+  // A request aborted while its step ran: drops the step's reservations (see the file comment).
+  void discard_step(const ScheduledRequest& s);
   // kFinishedLength / kFinishedStopped / kRunning for r after a token was appended.
   RequestStatus finish_status(const Request& r) const;
   // Forks held child c (first token `token`) off source r, whose prompt was computed this step.

@@ -257,6 +257,25 @@ class Backend {
   // (rows may be strided), results into `out`; sampling.h has the semantics and the numerics contract.
   virtual void sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
                       std::span<SampleResult> out) = 0;
+
+  // ---- sampling without waiting (async scheduling; docs/ARCHITECTURE.md "The engine loop") ---
+  // sample() split in two: sample_async enqueues the op and returns before its results reach the
+  // host; wait_sample(ticket) blocks until `out` (and every row's `top`) hold them. Everything sample()
+  // reads -- the logits, the rows (their options and id spans) and `out` -- must stay valid and
+  // unchanged until wait_sample. At most one sample_async may be outstanding per backend (the CUDA
+  // backend throws on a second); other ops, a synchronous sample() included, may run in between. The
+  // unseeded rows' engine draws (*config.engine_draws) are taken when the op is enqueued, as sample()
+  // takes them. The default runs sample() at once and wait_sample does nothing (the CPU backend: its
+  // ops complete before returning).
+  struct SampleTicket {
+    uint64_t id = 0;
+  };
+  virtual SampleTicket sample_async(const TensorView& logits, std::span<const SampleRow> rows,
+                                    const SamplingConfig& config, std::span<SampleResult> out) {
+    sample(logits, rows, config, out);
+    return SampleTicket{};
+  }
+  virtual void wait_sample(SampleTicket ticket) { (void)ticket; }
 };
 
 // The process's default backend: the CPU backend on the best tier this machine has (capped by

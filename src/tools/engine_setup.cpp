@@ -1,6 +1,7 @@
 #include "tools/engine_setup.h"
 #include "tools/speculative_config.h"
 #include "tools/kv_events_flag.h"
+#include "tools/async_scheduling_flag.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -108,6 +109,7 @@ void add_engine_flags(CLI::App& cmd, EngineFlags& f) {
                  "speculative decoding, vLLM's JSON: '{\"method\": \"mtp\", \"num_speculative_tokens\": N}' "
                  "(the checkpoint's MTP layer drafts, the model verifies)");
   add_kv_events_flag(cmd, f.kv_events_config);
+  add_async_scheduling_flag(cmd, f.async_scheduling);
 }
 
 uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
@@ -219,6 +221,8 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   c.seed = f.seed;
   c.kv_events = parse_kv_events_config(f.kv_events_config);
   if (const std::string line = kv_events_decision(c.kv_events); !line.empty()) s.decisions.push_back(line);
+  c.async_scheduling = f.async_scheduling;
+  s.decisions.push_back(async_scheduling_decision(c.async_scheduling));
   if (spec.enabled) {
     c.mtp = true;
     c.num_speculative_tokens = spec.num_speculative_tokens;

@@ -41,6 +41,7 @@ struct EngineFlags {
   bool weight_cache = true;      // --no-weight-cache: pack at every start, write no cache file
   std::string speculative_config;  // --speculative-config (JSON, vLLM's; speculative_config.h)
   std::string kv_events_config;    // --kv-events-config (JSON, vLLM's; kv_events_flag.h)
+  bool async_scheduling = true;    // --async-scheduling / --no-async-scheduling (async_scheduling_flag.h)
 };
 
 // Registers the flags above on a subcommand.

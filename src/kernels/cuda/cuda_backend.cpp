@@ -381,6 +381,22 @@ void CudaBackend::sample(const TensorView& logits, std::span<const SampleRow> ro
   run_op("sample", [&] { cuda::sample(*ctx_, logits, rows, config, out); });
 }
 
+Backend::SampleTicket CudaBackend::sample_async(const TensorView& logits, std::span<const SampleRow> rows,
+                                                const SamplingConfig& config, std::span<SampleResult> out) {
+  expect_cuda({&logits}, "sample_async");
+  expect_eager(*ctx_, "sample_async");  // sampling follows a step graph's replay, never inside it
+  if (!async_sampling_) async_sampling_ = std::make_unique<AsyncSampling>();
+  uint64_t ticket = 0;
+  run_op("sample_async", [&] { ticket = async_sampling_->launch(*ctx_, logits, rows, config, out); });
+  return SampleTicket{ticket};
+}
+
+void CudaBackend::wait_sample(SampleTicket ticket) {
+  expect_eager(*ctx_, "wait_sample");
+  if (!async_sampling_) return;  // nothing was launched
+  async_sampling_->finish(*ctx_, ticket.id);
+}
+
 std::unique_ptr<Backend> make_cuda_backend_if_present(int ordinal) {
   if (device_count() <= ordinal) return nullptr;
   return std::make_unique<CudaBackend>(ordinal);

@@ -1,6 +1,7 @@
 // The CUDA backend: backend.h's op table on one NVIDIA GPU (sm_90a Hopper, sm_120a consumer and
 // workstation Blackwell). One stream; every op enqueues its kernels and returns; download(),
-// synchronize() and sample() wait. Each op's kernels live in their own file pair beside this one
+// synchronize() and sample() wait (sample_async does not: its wait_sample waits for its results
+// alone). Each op's kernels live in their own file pair beside this one
 // (norm_cuda, rope_cuda, elementwise_cuda, linear_cuda, moe_cuda, gdn_cuda, attention_cuda,
 // sampling_cuda), as twins of the CPU backend's (cpu/).
 //
@@ -27,6 +28,7 @@
 
 namespace fp4serve::kernels::cuda {
 
+class AsyncSampling;  // sampling_cuda.h
 class GraphInstance;  // step_graph.h
 
 class CudaBackend final : public Backend {
@@ -92,6 +94,10 @@ class CudaBackend final : public Backend {
                        const TensorView& v, const TensorView& out, AttentionMath math) override;
   void sample(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
               std::span<SampleResult> out) override;
+  // The results land in pinned memory behind an event; wait_sample waits for that event, not the stream.
+  SampleTicket sample_async(const TensorView& logits, std::span<const SampleRow> rows, const SamplingConfig& config,
+                            std::span<SampleResult> out) override;
+  void wait_sample(SampleTicket ticket) override;
 
  private:
   // Runs one op: scratch reset, the op's name kept for errors reported later, and with
@@ -103,6 +109,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<GraphInstance> capture_instance(const std::function<void()>& forward);
 
   std::unique_ptr<CudaContext> ctx_;
+  std::unique_ptr<AsyncSampling> async_sampling_;  // made on the first sample_async
   int64_t linears_ = 0, moes_ = 0, tensors_ = 0;
   std::size_t buffer_bytes_ = 0;
 };

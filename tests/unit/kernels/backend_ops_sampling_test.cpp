@@ -182,5 +182,76 @@ TEST(BackendOps, SampleRefusesBadCallsOnEveryBackend) {
   }
 }
 
+
+// Backend::sample_async, waited for after another (synchronous) sample call, as the engine's async
+// scheduling uses it (the fork children's first tokens are sampled in between): the results are the
+// synchronous op's, bit for bit, and the unseeded rows' engine draws are taken at the launch.
+TEST(BackendOps, SampleAsyncWaitedForLaterIsTheSynchronousOp) {
+  Harness h;
+  constexpr int64_t V = 20000, valid = 19900, R = 16;
+  h.check({"sample_async", cat("rows=", R, " V=", V, " then a sample, then the wait"), OpClass::kMath,
+           kNmseExactMath, [=](Backend& b, uint32_t seed) {
+             const std::vector<float> a_host = random_f32(static_cast<std::size_t>(R * V), seed, 2.5f);
+             const std::vector<float> b_host = random_f32(static_cast<std::size_t>(2 * V), seed + 1, 2.5f);
+             DeviceTensor a = upload(b, DType::kF32, {R, V}, a_host, "logits");
+             DeviceTensor other = upload(b, DType::kF32, {2, V}, b_host, "other logits");
+             std::vector<SamplingOptions> opt(static_cast<std::size_t>(R));
+             for (std::size_t r = 0; r < opt.size(); ++r) {
+               SamplingOptions& o = opt[r];
+               o.temperature = r % 4 == 0 ? 0.0 : 0.8;
+               o.top_k = r % 3 == 0 ? 40 : 0;
+               o.top_p = r % 5 == 0 ? 0.9 : 1.0;
+               if (r % 2 == 0) o.seed = 1000 + r;  // the odd rows draw from the engine generator
+               if (r % 3 != 2) o.logprobs = static_cast<int64_t>(r % 6);
+               if (r % 4 == 1) o.repetition_penalty = 1.2, o.presence_penalty = 0.3;
+             }
+             const std::vector<int32_t> prompt = {1, 2, 3, 500}, generated = {500, 7, 7};
+             auto rows_of = [&](std::vector<std::vector<TokenLogprob>>& top, std::size_t n) {
+               std::vector<SampleRow> rows(n);
+               top.assign(n, {});
+               for (std::size_t r = 0; r < n; ++r) {
+                 top[r].assign(static_cast<std::size_t>(opt[r].top_entries(valid)), TokenLogprob{});
+                 rows[r] = {&opt[r], prompt, generated, top[r]};
+               }
+               return rows;
+             };
+             SamplingConfig cfg;
+             cfg.vocab_size = V, cfg.valid_vocab_size = valid, cfg.seed = seed;
+             // The pipelined order: launch, another call, wait.
+             uint64_t draws = 0;
+             cfg.engine_draws = &draws;
+             std::vector<std::vector<TokenLogprob>> top_async, top_between, top_sync;
+             const std::vector<SampleRow> rows_async = rows_of(top_async, R);
+             const std::vector<SampleRow> rows_between = rows_of(top_between, 2);
+             std::vector<SampleResult> res_async(R), res_between(2), res_sync(R);
+             const Backend::SampleTicket ticket = b.sample_async(a.view, rows_async, cfg, res_async);
+             const uint64_t draws_at_launch = draws;
+             b.sample(other.view, rows_between, cfg, res_between);
+             b.wait_sample(ticket);
+             // The same rows through the synchronous op, from the same generator position.
+             uint64_t draws_sync = 0;
+             cfg.engine_draws = &draws_sync;
+             b.sample(a.view, rows_of(top_sync, R), cfg, res_sync);
+             EXPECT_EQ(draws_at_launch, draws_sync) << "the launch took the rows' draws";
+             std::vector<int64_t> ints;
+             std::vector<float> lps;
+             for (std::size_t r = 0; r < res_async.size(); ++r) {
+               EXPECT_EQ(res_async[r].token, res_sync[r].token) << "row " << r;
+               EXPECT_EQ(res_async[r].logprob, res_sync[r].logprob) << "row " << r;
+               EXPECT_EQ(res_async[r].rank, res_sync[r].rank) << "row " << r;
+               for (std::size_t t = 0; t < top_async[r].size(); ++t) {
+                 EXPECT_EQ(top_async[r][t].token, top_sync[r][t].token) << "row " << r;
+                 EXPECT_EQ(top_async[r][t].logprob, top_sync[r][t].logprob) << "row " << r;
+               }
+               ints.insert(ints.end(), {res_async[r].token, res_async[r].rank, res_async[r].num_top});
+               lps.push_back(res_async[r].logprob);
+             }
+             for (const SampleResult& x : res_between) ints.push_back(x.token);
+             ints.push_back(static_cast<int64_t>(draws));
+             return std::vector<Output>{values_output("tokens, ranks, draws", ints), values_output("logprobs", lps),
+                                        download(b, a.view, "logits after")};
+           }});
+}
+
 }  // namespace
 }  // namespace fp4serve::kernels::test::ops
