@@ -628,6 +628,7 @@ struct Engine::Impl {
     {
       std::lock_guard lock(stats_mutex);
       stats.iteration_tokens.observe(step_tokens);
+      stats.engine_step_duration.observe(seconds(now - started));
       for (double q : stats_pending_queue) stats.request_queue_time.observe(q);
       stats_pending_queue.clear();
       if (!results.empty()) stats.last_progress = now;
