@@ -11,6 +11,13 @@
 #include <random>
 #include <vector>
 
+#include <cuda_runtime.h>
+
+#include <string>
+#include <tuple>
+
+#include "kernels/cuda/attention_cuda.h"
+#include "kernels/cuda/attention_plan.h"
 #include "kernels/cuda/cuda_backend.h"
 
 namespace fp4serve::kernels {
@@ -99,7 +106,7 @@ TEST(CudaOpGraphs, KvWriteAndAttentionReplayWithOtherPositionsAndTablesEqualEage
   place(1, 0, 0);
   auto graph = b->capture_step(forward);
   ASSERT_NE(graph, nullptr);
-  // Short and long contexts (past 256 keys the eager op splits, the graph's is fused), other tables.
+  // Short and long contexts (past 256 keys both the eager op and the replay split), other tables.
   const int64_t positions[][2] = {{5, 300}, {17, 301}, {255, 40}};
   int first = 1;
   for (const auto& p : positions) {
@@ -114,6 +121,126 @@ TEST(CudaOpGraphs, KvWriteAndAttentionReplayWithOtherPositionsAndTablesEqualEage
     EXPECT_EQ(read<uint16_t>(*b, out), want) << "positions " << p[0] << ", " << p[1];
   }
 }
+
+// Cache contents, cheaply: bf16 values of either sign in [2^-7, 1), or e4m3 codes other than NaN.
+std::vector<uint16_t> cache_fill(std::size_t halfwords, bool fp8, uint32_t seed) {
+  std::vector<uint16_t> v(halfwords);
+  uint32_t x = seed | 1u;
+  for (uint16_t& h : v) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    if (fp8) {
+      uint8_t lo = static_cast<uint8_t>(x), hi = static_cast<uint8_t>(x >> 8);
+      if ((lo & 0x7F) == 0x7F) lo ^= 1;
+      if ((hi & 0x7F) == 0x7F) hi ^= 1;
+      h = static_cast<uint16_t>(lo | (hi << 8));
+    } else {
+      h = static_cast<uint16_t>((0x3C00u + (x & 0x3FFu)) | ((x >> 16) & 1u) << 15);
+    }
+  }
+  return v;
+}
+
+// Long-context decodes in a step graph, the model's attention heads: the device plan splits them
+// over their chunks in the replays too (the counts the planning kernel wrote say so), and every
+// replay with other lengths (2k .. 33k keys) and tables equals the eager op bit for bit.
+class CudaLongDecodeGraphs : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(CudaLongDecodeGraphs, SplitReplayWithOtherLengthsEqualsEager) {
+  auto b = device_or_skip();
+  REQUIRE_DEVICE(b);
+  const int S = std::get<0>(GetParam());
+  const bool fp8 = std::get<1>(GetParam());
+  constexpr int Hq = 32, Hkv = 2, D = 256, kBlock = 64, kPerSeq = 540;  // 34560 positions a sequence
+  b->reserve(StepLimits{16, 4, 4, int64_t{kPerSeq} * kBlock}, ModelShape{});
+  std::mt19937 rng(13 + S);
+  const std::size_t cache_elems = static_cast<std::size_t>(S) * kPerSeq * kBlock * Hkv * D;
+  const std::size_t cache_bytes = cache_elems * (fp8 ? 1 : 2);
+  DeviceBuffer kc = b->allocate(cache_bytes, "k cache"), vc = b->allocate(cache_bytes, "v cache");
+  const int64_t halfwords = static_cast<int64_t>(cache_bytes / 2);
+  b->upload(kc.view(DType::kBF16, {halfwords}), cache_fill(cache_bytes / 2, fp8, 101).data());
+  b->upload(vc.view(DType::kBF16, {halfwords}), cache_fill(cache_bytes / 2, fp8, 202).data());
+  DeviceBuffer qb = b->allocate(S * Hq * D * 2, "q"), gb = b->allocate(S * Hq * D * 2, "gate");
+  DeviceBuffer kb = b->allocate(S * Hkv * D * 2, "k"), vb = b->allocate(S * Hkv * D * 2, "v");
+  DeviceBuffer ob = b->allocate(S * Hq * D * 2, "out");
+  const TensorView q = qb.view(DType::kBF16, {S, Hq, D}), gate = gb.view(DType::kBF16, {S, Hq * D});
+  const TensorView k = kb.view(DType::kBF16, {S, Hkv, D}), v = vb.view(DType::kBF16, {S, Hkv, D});
+  const TensorView out = ob.view(DType::kBF16, {S, Hq * D});
+
+  std::vector<AttentionSeqDesc> seqs(static_cast<std::size_t>(S));
+  std::vector<std::vector<int32_t>> tables(static_cast<std::size_t>(S));
+  auto place = [&](int s, int64_t pos0, int first_block) {
+    std::vector<int32_t>& t = tables[static_cast<std::size_t>(s)];
+    t.clear();
+    for (int i = 0; i < kPerSeq; ++i) t.push_back(s * kPerSeq + (first_block + 7 * i) % kPerSeq);  // 7 coprime to 540
+    KvView kv;
+    kv.dtype = fp8 ? KvDtype::kFp8E4M3 : KvDtype::kBf16;
+    kv.k = kc.data();
+    kv.v = vc.data();
+    kv.block_size = kBlock;
+    kv.block_table = t.data();
+    kv.num_table_entries = kPerSeq;
+    kv.n_kv_heads = Hkv;
+    kv.head_dim = D;
+    kv.k_scale = fp8 ? 0.05f : 1.0f;
+    kv.v_scale = fp8 ? 0.03f : 1.0f;
+    seqs[static_cast<std::size_t>(s)] = {{s, 1, pos0}, kv};
+  };
+  auto new_inputs = [&] {
+    b->upload(q, random_bf16(static_cast<std::size_t>(S) * Hq * D, rng).data());
+    b->upload(gate, random_bf16(static_cast<std::size_t>(S) * Hq * D, rng).data());
+    b->upload(k, random_bf16(static_cast<std::size_t>(S) * Hkv * D, rng).data());
+    b->upload(v, random_bf16(static_cast<std::size_t>(S) * Hkv * D, rng).data());
+  };
+  auto forward = [&] {
+    b->kv_write(seqs, k, v);
+    b->attention(seqs, q, gate, out);
+  };
+  auto counts = [&] {
+    b->synchronize();
+    cuda::attn::PlanCounts c;
+    const cudaError_t e = cudaMemcpy(&c, cuda::last_attention_plan_counts(), sizeof(c), cudaMemcpyDeviceToHost);
+    EXPECT_EQ(e, cudaSuccess);
+    return c;
+  };
+  for (int s = 0; s < S; ++s) place(s, 3 + s, 0);  // captured at short contexts (fused)
+  auto graph = b->capture_step(forward);
+  ASSERT_NE(graph, nullptr);
+  const std::vector<std::vector<int64_t>> positions =
+      S == 1 ? std::vector<std::vector<int64_t>>{{2047}, {32767}, {33000}, {9000}, {100}}
+             : std::vector<std::vector<int64_t>>{{2100, 33000, 700, 17000}, {32999, 2048, 30000, 5}, {40, 50, 60, 70}};
+  int first = 1;
+  for (const std::vector<int64_t>& p : positions) {
+    std::string what = "positions";
+    for (int s = 0; s < S; ++s) {
+      place(s, p[static_cast<std::size_t>(s)], first + 3 * s);
+      what += " " + std::to_string(p[static_cast<std::size_t>(s)]);
+    }
+    first += 11;
+    new_inputs();
+    forward();  // eager
+    const std::vector<uint16_t> want = read<uint16_t>(*b, out);
+    const cuda::attn::PlanCounts eager_counts = counts();
+    b->zero(out);
+    b->replay_step(*graph, forward);
+    EXPECT_EQ(read<uint16_t>(*b, out), want) << what;
+    const cuda::attn::PlanCounts replay_counts = counts();
+    EXPECT_EQ(replay_counts.first, eager_counts.first) << what;
+    EXPECT_EQ(replay_counts.partials, eager_counts.partials) << what;
+    int split = 0;  // sequences past one chunk: all fit the budget here
+    for (int64_t x : p) split += x + 1 > cuda::attn::kChunkKeys;
+    // A split sequence's merge items: kv heads x query blocks (16 queries of 8).
+    EXPECT_EQ(replay_counts.merge, split * Hkv * 2) << what;
+    EXPECT_EQ(replay_counts.partials > 0, split > 0) << what;
+    EXPECT_EQ(replay_counts.second > 0, split > 0) << what;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaLongDecodeGraphs,
+                         ::testing::Combine(::testing::Values(1, 4), ::testing::Values(false, true)),
+                         [](const auto& info) {
+                           return "seqs" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_fp8" : "_bf16");
+                         });
 
 TEST(CudaOpGraphs, GdnSequenceReplayOnOtherSlotsEqualsEager) {
   auto b = device_or_skip();

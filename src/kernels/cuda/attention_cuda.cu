@@ -129,36 +129,74 @@ int32_t vec4_ok(const SeqArgs& a, int64_t D) {
          reinterpret_cast<std::uintptr_t>(a.v) % align == 0;
 }
 
-// Launches a plan's three steps over `args`.
+// The attention launches per op: the planning kernel, then the plan's three steps over `args`.
+//
+// One code path, eager and in step graphs: the plan is always computed on the device
+// (attention_plan.h). A graph needs it (the host plan's item lists and grids follow the context
+// lengths, which replays change); eager uses it too so that what a replay runs is what eager runs,
+// and because it costs about what the host plan cost: one 1-block launch in place of the item
+// lists' host work and uploads, and the split path's scratch is the reserved budget taken, not
+// allocated. The grids are min(bound, kGridBlocksPerSm x SMs), the bounds (plan_bounds) following
+// the row counts only; each block loops over the items the plan wrote.
+inline constexpr int64_t kGridBlocksPerSm = 4;
+const void* g_last_plan_counts = nullptr;  // last_attention_plan_counts()
+inline constexpr std::size_t kMaxPlanSeqs = (48 * 1024) / sizeof(attn::PlanSeq);  // the planning kernel's smem
+
 template <bool kDense>
-void launch_plan(CudaContext& ctx, const attn::Plan& plan, const std::vector<SeqArgs>& args, int D, bool eager,
-                 const char* op) {
+void launch_attention(CudaContext& ctx, std::span<const attn::PlanSeq> plan_seqs, const std::vector<SeqArgs>& args,
+                      int D, std::size_t budget, bool eager, const char* op) {
+  attn::check_plan_seqs(plan_seqs, D);
+  if (plan_seqs.size() > kMaxPlanSeqs)
+    throw std::invalid_argument(std::string(op) + ": " + std::to_string(plan_seqs.size()) +
+                                " sequences in one op, above the planning kernel's " + std::to_string(kMaxPlanSeqs));
+  const attn::PlanBounds bounds = attn::plan_bounds(plan_seqs, D, budget);
+  const int64_t n = static_cast<int64_t>(plan_seqs.size());
+  const SeqArgs* dev_seqs = ctx.upload(std::span<const SeqArgs>(args), op);
+
+  attn::PlanArgs P;
+  P.seqs = dev_seqs;
+  P.n = n;
+  P.head_dim = D;
+  P.budget = static_cast<std::size_t>(bounds.max_partials) * attn::partial_bytes(D);
+  P.plans = ctx.scratch.take_n<attn::SeqPlan>(static_cast<std::size_t>(n), op);
+  P.counts = ctx.scratch.take_n<attn::PlanCounts>(1, op);
+  if (!kDense) g_last_plan_counts = P.counts;
+  P.first = ctx.scratch.take_n<Item>(static_cast<std::size_t>(bounds.first()), op);
+  P.second = bounds.second() > 0 ? ctx.scratch.take_n<Item>(static_cast<std::size_t>(bounds.second()), op) : nullptr;
+  P.merge = bounds.merge() > 0 ? ctx.scratch.take_n<Item>(static_cast<std::size_t>(bounds.merge()), op) : nullptr;
+  launch_kernel(ctx, "attention plan", attn::attention_plan_kernel, dim3(1), attn::kPlanThreads,
+                static_cast<std::size_t>(n) * sizeof(attn::PlanSeq), P);
+  check_launch(op, "plan of " + std::to_string(n) + " sequences");
+
   OpArgs A;
-  A.seqs = ctx.upload(std::span<const SeqArgs>(args), op);
+  A.seqs = dev_seqs;
+  A.plans = P.plans;
   A.head_dim = D;
   A.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   A.eager = eager ? 1 : 0;
-  if (plan.partials > 0) {
-    A.stats = static_cast<float2*>(ctx.scratch.take(attn::partial_stats_bytes(plan), op));
-    A.opart = static_cast<float*>(ctx.scratch.take(attn::partial_out_bytes(plan, D), op));
-    A.spart = static_cast<float*>(ctx.scratch.take(attn::partial_scores_bytes(plan), op));
+  if (bounds.max_partials > 0) {
+    A.stats = static_cast<float2*>(ctx.scratch.take(attn::partial_stats_bytes(bounds.max_partials), op));
+    A.opart = static_cast<float*>(ctx.scratch.take(attn::partial_out_bytes(bounds.max_partials, D), op));
+    A.spart = static_cast<float*>(ctx.scratch.take(attn::partial_scores_bytes(bounds.max_partials), op));
   }
-  auto launch_items = [&](const std::vector<Item>& items, bool merge) {
-    if (items.empty()) return;
+  const int64_t grid_cap = kGridBlocksPerSm * std::max(ctx.info.sm_count, 1);
+  auto launch_items = [&](const Item* items, const int32_t* count, int64_t bound, bool merge) {
+    if (bound <= 0) return;
     OpArgs a = A;
-    a.items = ctx.upload(std::span<const Item>(items), op);
-    const dim3 grid(static_cast<unsigned>(items.size()));
+    a.items = items;
+    a.count = count;
+    const dim3 grid(static_cast<unsigned>(std::min(bound, grid_cap)));
     if (merge) {
       launch_kernel(ctx, "attention merge", attn::attention_merge_kernel, grid, attn::kThreads, 0, a);
     } else {
       launch_kernel(ctx, kDense ? "dense_attention items" : "attention items", attn::attention_items_kernel<kDense>,
                     grid, attn::kThreads, 0, a);
     }
-    check_launch(op, std::string(merge ? "merge" : "items") + " x" + std::to_string(items.size()));
+    check_launch(op, std::string(merge ? "merge" : "items") + " of at most " + std::to_string(bound));
   };
-  launch_items(plan.first, false);
-  launch_items(plan.second, false);
-  launch_items(plan.merge, true);
+  launch_items(P.first, &P.counts->first, bounds.first(), false);
+  launch_items(P.second, &P.counts->second, bounds.second(), false);
+  launch_items(P.merge, &P.counts->merge, bounds.merge(), true);
 }
 
 }  // namespace
@@ -251,6 +289,7 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     a.pos0 = s.seq.pos0;
     a.k_scale = kv.k_scale;
     a.v_scale = kv.v_scale;
+    a.n_kv_heads = kv.n_kv_heads;
     a.group = static_cast<int32_t>(Hq / kv.n_kv_heads);
     a.fp8 = kv.dtype == KvDtype::kFp8E4M3 ? 1 : 0;
     a.causal = 1;
@@ -262,18 +301,14 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
     plan_seqs.push_back({s.seq.rows, s.seq.pos0, kv.n_kv_heads, a.group, true});
   }
   if (args.empty()) return;
-  // In a step graph every sequence takes the fused path (split budget 0): its launches then depend on
-  // the sequences' row counts only, never on their context lengths, which the replays change. The
-  // fused path computes the split path's bits (attention_plan.h), so replay == eager bit for bit.
-  const std::size_t budget = ctx.graph.mode() == GraphMode::kEager ? attn::split_budget(ctx.scratch.capacity()) : 0;
-  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), budget);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    args[i].nchunks = plan.seqs[i].nchunks;
-    args[i].partial_base = plan.seqs[i].partial_base;
-  }
+  // The split budget follows the reserved scratch only: the same in a capture and its replays.
+  const std::size_t budget = attn::split_budget(ctx.scratch.capacity());
   resolve_tables(ctx, args, offsets, tables, table_key, block_size, "attention");
-  launch_plan<false>(ctx, plan, args, static_cast<int>(D), math == AttentionMath::kHfEager, "attention");
+  launch_attention<false>(ctx, plan_seqs, args, static_cast<int>(D), budget, math == AttentionMath::kHfEager,
+                          "attention");
 }
+
+const void* last_attention_plan_counts() { return g_last_plan_counts; }
 
 void dense_attention(CudaContext& ctx, std::span<const DenseSegment> segments, const TensorView& q,
                      const TensorView& k, const TensorView& v, const TensorView& out, AttentionMath math) {
@@ -303,6 +338,7 @@ void dense_attention(CudaContext& ctx, std::span<const DenseSegment> segments, c
     a.v = v.as<const uint16_t>() + s.row0 * v.stride[0];
     a.ldv = v.stride[0];
     a.rows = s.rows;
+    a.n_kv_heads = static_cast<int32_t>(H);
     a.group = 1;
     a.causal = 0;
     a.vec4 = vec4_ok(a, D);
@@ -310,8 +346,8 @@ void dense_attention(CudaContext& ctx, std::span<const DenseSegment> segments, c
     plan_seqs.push_back({s.rows, 0, static_cast<int>(H), 1, false});
   }
   if (args.empty()) return;
-  const attn::Plan plan = attn::plan_attention(plan_seqs, static_cast<int>(D), 0);
-  launch_plan<true>(ctx, plan, args, static_cast<int>(D), math == AttentionMath::kHfEager, "dense_attention");
+  launch_attention<true>(ctx, plan_seqs, args, static_cast<int>(D), 0, math == AttentionMath::kHfEager,
+                         "dense_attention");
 }
 
 }  // namespace fp4serve::kernels::cuda

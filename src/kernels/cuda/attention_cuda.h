@@ -16,4 +16,9 @@ void attention(CudaContext& ctx, std::span<const AttentionSeqDesc> seqs, const T
 void dense_attention(CudaContext& ctx, std::span<const DenseSegment> segments, const TensorView& q,
                      const TensorView& k, const TensorView& v, const TensorView& out, AttentionMath math);
 
+// For tests: the device address of the last attention op's plan counts (attention_plan.h's
+// PlanCounts: items per launch, split partials), valid until a later op reuses the scratch. A test
+// reads it after synchronizing to see that a replayed decode took the split path.
+const void* last_attention_plan_counts();
+
 }  // namespace fp4serve::kernels::cuda

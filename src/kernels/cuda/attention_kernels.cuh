@@ -37,17 +37,22 @@ struct SeqArgs {  // no member initializers: it lives in __shared__ memory (host
   int64_t ldq, ldg, ldo, ldk, ldv;
   int64_t block_size;
   int64_t rows, pos0;
-  int64_t nchunks, partial_base;  // split path (attention_plan.h's SeqPlan)
+  int64_t nchunks, partial_base;  // split path: from the device plan's SeqPlan (setup_query)
   float k_scale, v_scale;
+  int32_t n_kv_heads;  // the plan's units: n_kv_heads x query blocks
   int32_t group;   // q heads per kv head
   int32_t fp8;     // K/V are e4m3 codes
   int32_t causal;  // 0: every row sees the segment's rows
   int32_t vec4;    // K/V rows load 4 elements at a time (D, ldk, ldv multiples of 4; bases aligned)
 };
 
+// The launches' grids do not depend on the context lengths (attention_plan.h): each block takes
+// items blockIdx.x, + gridDim.x, ... below *count, which the planning kernel wrote.
 struct OpArgs {
   const SeqArgs* seqs = nullptr;
+  const SeqPlan* plans = nullptr;  // the device plan's per-sequence plans
   const Item* items = nullptr;
+  const int32_t* count = nullptr;  // items in `items`
   float2* stats = nullptr;  // split partials: (m_c, l_c)
   float* opart = nullptr;   // split partials: o_c rows of head_dim
   float* spart = nullptr;   // split partials: the chunk's scores, rows of kChunkKeys
@@ -260,7 +265,11 @@ __device__ __forceinline__ void write_output(const SeqArgs& S, const OpArgs& A, 
 
 // The warp's query and the most keys any of the block's queries has; `seq` (shared) loaded. Ends with __syncthreads.
 __device__ __forceinline__ Query setup_query(SeqArgs& seq, const OpArgs& A, const Item& it, int64_t& block_keys) {
-  if (threadIdx.x == 0) seq = A.seqs[it.seq];
+  if (threadIdx.x == 0) {
+    seq = A.seqs[it.seq];
+    seq.nchunks = A.plans[it.seq].nchunks;
+    seq.partial_base = A.plans[it.seq].partial_base;
+  }
   __syncthreads();
   const SeqArgs& S = seq;
   const int warp = threadIdx.x >> 5;
@@ -279,10 +288,9 @@ __device__ __forceinline__ Query setup_query(SeqArgs& seq, const OpArgs& A, cons
 
 // Launch 1 and 2 of attention_plan.h: fused items (every chunk, both passes, the output written),
 // split stats items (one chunk's (m_c, l_c)) and split out items (fold the stats, one chunk's o_c).
+// One item; the caller has synchronized the block since the previous item used shared memory.
 template <bool kDense>
-__global__ void __launch_bounds__(kThreads, 2) attention_items_kernel(OpArgs A) {
-  __shared__ Smem sm;
-  const Item it = A.items[blockIdx.x];
+__device__ __forceinline__ void run_item(Smem& sm, const OpArgs& A, const Item it) {
   int64_t block_keys = 0;
   const Query qr = setup_query(sm.seq, A, it, block_keys);
   const SeqArgs& S = sm.seq;
@@ -381,11 +389,19 @@ __global__ void __launch_bounds__(kThreads, 2) attention_items_kernel(OpArgs A) 
   if (fused && qr.valid) write_output(S, A, qr, acc, l, lane);
 }
 
+template <bool kDense>
+__global__ void __launch_bounds__(kThreads, 2) attention_items_kernel(OpArgs A) {
+  __shared__ Smem sm;
+  const int32_t count = *A.count;
+  for (int32_t i = blockIdx.x; i < count; i += gridDim.x) {  // block-uniform
+    __syncthreads();  // the previous item's readers of shared memory are done
+    run_item<kDense>(sm, A, A.items[i]);
+  }
+}
+
 // Launch 3: a split query block's outputs: the (m_c, l_c) and o_c folded in chunk order, exactly as
 // the fused path folds them.
-__global__ void __launch_bounds__(kThreads, 2) attention_merge_kernel(OpArgs A) {
-  __shared__ SeqArgs seq;
-  const Item it = A.items[blockIdx.x];
+__device__ __forceinline__ void merge_item(SeqArgs& seq, const OpArgs& A, const Item it) {
   int64_t block_keys = 0;
   const Query qr = setup_query(seq, A, it, block_keys);
   if (!qr.valid) return;
@@ -404,6 +420,52 @@ __global__ void __launch_bounds__(kThreads, 2) attention_merge_kernel(OpArgs A) 
       if (lane + 32 * i < D) acc[i] = __fadd_rn(acc[i], src[lane + 32 * i]);
   }
   write_output(S, A, qr, acc, l, lane);
+}
+
+__global__ void __launch_bounds__(kThreads, 2) attention_merge_kernel(OpArgs A) {
+  __shared__ SeqArgs seq;
+  const int32_t count = *A.count;
+  for (int32_t i = blockIdx.x; i < count; i += gridDim.x) {  // block-uniform
+    __syncthreads();  // every thread has read `seq` of the previous item
+    merge_item(seq, A, A.items[i]);
+  }
+}
+
+// The planning kernel (one block): the per-sequence descriptors as PlanSeq in shared memory, then
+// attention_plan.h's plan_sequences (thread 0: the budget is taken in sequence order) and
+// plan_items (every thread). Dynamic shared memory: n PlanSeq.
+inline constexpr int kPlanThreads = 256;
+
+struct PlanArgs {
+  const SeqArgs* seqs = nullptr;
+  int64_t n = 0;
+  int head_dim = 0;
+  std::size_t budget = 0;  // split partials' bytes, at most
+  SeqPlan* plans = nullptr;
+  PlanCounts* counts = nullptr;
+  Item* first = nullptr;
+  Item* second = nullptr;
+  Item* merge = nullptr;
+};
+
+__global__ void __launch_bounds__(kPlanThreads) attention_plan_kernel(PlanArgs P) {
+  extern __shared__ __align__(16) unsigned char plan_smem[];
+  PlanSeq* seqs = reinterpret_cast<PlanSeq*>(plan_smem);
+  for (int64_t i = threadIdx.x; i < P.n; i += blockDim.x) {
+    const SeqArgs& a = P.seqs[i];
+    PlanSeq s;
+    s.rows = a.rows;
+    s.pos0 = a.pos0;
+    s.n_kv_heads = a.n_kv_heads;
+    s.group = a.group;
+    s.causal = a.causal != 0;
+    seqs[i] = s;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) plan_sequences(seqs, P.n, P.head_dim, P.budget, P.plans, P.counts);
+  __syncthreads();  // the plans (global memory) visible to the block
+  plan_items(seqs, P.plans, P.n, static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), P.first, P.second,
+             P.merge);
 }
 
 }  // namespace fp4serve::kernels::cuda::attn

@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <string>
 #include <span>
 #include <tuple>
 #include <vector>
@@ -113,6 +114,8 @@ TEST(CudaAttentionNumerics, TransposedTreeIsTheCanonicalTree) {
 }
 
 PlanSeq causal(int64_t rows, int64_t pos0, int hkv = 2, int group = 8) { return {rows, pos0, hkv, group, true}; }
+
+constexpr int kPlanThreadsForTests = 256;  // attention_kernels.cuh's kPlanThreads (a .cuh g++ does not read)
 
 // Every (query, chunk) a sequence's queries need, each exactly once: from the fused items (all chunks
 // of their queries) or from the split stats items (one chunk; with a matching out item and partial).
@@ -234,6 +237,179 @@ TEST(CudaAttentionPlan, DenseSegmentsAreFusedAndSeeTheWholeSegment) {
   EXPECT_EQ(plan.partials, 0);
   EXPECT_EQ(plan.first.size(), 16u * 5 + 16u * 37);
   expect_covers(plan, segs);
+}
+
+// ---- The device plan: attention_plan.h's steps as the planning kernel runs them ----
+
+// The planner as it was written before the plan moved to the device (a serial list builder), kept
+// here as an independent reference for the step functions the device runs.
+Plan reference_plan(std::span<const PlanSeq> seqs, int head_dim, std::size_t budget) {
+  Plan plan;
+  plan.seqs.resize(seqs.size());
+  std::size_t left = budget;
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    const PlanSeq& s = seqs[i];
+    if (s.rows == 0) continue;
+    const int64_t nq = s.rows * s.group;
+    SeqPlan& sp = plan.seqs[i];
+    sp.nchunks = chunks_for_keys(keys_of_row(s, s.rows - 1));
+    const int64_t partials = s.n_kv_heads * nq * sp.nchunks;
+    const std::size_t need = static_cast<std::size_t>(partials) * partial_bytes(head_dim);
+    sp.split = s.causal && s.rows <= kSplitMaxRows && sp.nchunks > 1 && need <= left;
+    if (sp.split) {
+      left -= need;
+      sp.partial_base = plan.partials;
+      plan.partials += partials;
+    }
+    const int64_t blocks = (nq + kQueriesPerBlock - 1) / kQueriesPerBlock;
+    for (int kvh = 0; kvh < s.n_kv_heads; ++kvh)
+      for (int64_t b = 0; b < blocks; ++b) {
+        Item item;
+        item.seq = static_cast<int32_t>(i);
+        item.kvh = kvh;
+        item.r0 = static_cast<int32_t>((sp.split ? b : blocks - 1 - b) * kQueriesPerBlock);
+        if (!sp.split) {
+          plan.first.push_back(item);
+          continue;
+        }
+        const int64_t last_t = (std::min<int64_t>(item.r0 + kQueriesPerBlock, nq) - 1) / s.group;
+        for (int64_t c = 0; c < chunks_for_keys(keys_of_row(s, last_t)); ++c) {
+          item.chunk = static_cast<int32_t>(c);
+          item.mode = ItemMode::kStats;
+          plan.first.push_back(item);
+          item.mode = ItemMode::kOut;
+          plan.second.push_back(item);
+        }
+        item.chunk = -1;
+        item.mode = ItemMode::kOut;
+        plan.merge.push_back(item);
+      }
+  }
+  return plan;
+}
+
+using ItemTuple = std::tuple<int32_t, int32_t, int32_t, int32_t, int32_t>;
+std::vector<ItemTuple> tuples(const Item* items, std::size_t n) {
+  std::vector<ItemTuple> v;
+  for (std::size_t i = 0; i < n; ++i)
+    v.emplace_back(items[i].seq, items[i].kvh, items[i].r0, items[i].chunk, static_cast<int32_t>(items[i].mode));
+  return v;
+}
+
+void expect_same_plan(const Plan& got, const Plan& want, const std::string& what) {
+  ASSERT_EQ(got.seqs.size(), want.seqs.size()) << what;
+  for (std::size_t i = 0; i < want.seqs.size(); ++i) {
+    EXPECT_EQ(got.seqs[i].split, want.seqs[i].split) << what << " seq " << i;
+    EXPECT_EQ(got.seqs[i].nchunks, want.seqs[i].nchunks) << what << " seq " << i;
+    if (want.seqs[i].split) EXPECT_EQ(got.seqs[i].partial_base, want.seqs[i].partial_base) << what << " seq " << i;
+  }
+  EXPECT_EQ(got.partials, want.partials) << what;
+  EXPECT_EQ(tuples(got.first.data(), got.first.size()), tuples(want.first.data(), want.first.size())) << what;
+  EXPECT_EQ(tuples(got.second.data(), got.second.size()), tuples(want.second.data(), want.second.size())) << what;
+  EXPECT_EQ(tuples(got.merge.data(), got.merge.size()), tuples(want.merge.data(), want.merge.size())) << what;
+}
+
+// The planning kernel's work, emulated: step 1 by "thread 0", step 2 by `nthreads` threads (in
+// reverse thread order, to show the order does not matter), into lists of the bounds' sizes.
+Plan device_plan(std::span<const PlanSeq> seqs, int head_dim, std::size_t budget, int nthreads) {
+  const PlanBounds bounds = plan_bounds(seqs, head_dim, budget);
+  const int64_t n = static_cast<int64_t>(seqs.size());
+  Plan plan;
+  plan.seqs.resize(seqs.size());
+  PlanCounts counts;
+  // The host passes the kernel what the bounds' partial regions hold.
+  plan_sequences(seqs.data(), n, head_dim, static_cast<std::size_t>(bounds.max_partials) * partial_bytes(head_dim),
+                 plan.seqs.data(), &counts);
+  EXPECT_LE(counts.first, bounds.first());
+  EXPECT_LE(counts.second, bounds.second());
+  EXPECT_LE(counts.merge, bounds.merge());
+  EXPECT_LE(counts.partials, bounds.max_partials);
+  const Item poison{-7, -7, -7, -7, ItemMode::kFused};
+  std::vector<Item> first(static_cast<std::size_t>(bounds.first()), poison);
+  std::vector<Item> second(static_cast<std::size_t>(bounds.second()), poison);
+  std::vector<Item> merge(static_cast<std::size_t>(bounds.merge()), poison);
+  for (int tid = nthreads - 1; tid >= 0; --tid)
+    plan_items(seqs.data(), plan.seqs.data(), n, tid, nthreads, first.data(), second.data(), merge.data());
+  plan.partials = counts.partials;
+  plan.first.assign(first.begin(), first.begin() + counts.first);
+  plan.second.assign(second.begin(), second.begin() + counts.second);
+  plan.merge.assign(merge.begin(), merge.begin() + counts.merge);
+  return plan;
+}
+
+// Step shapes: decode batches at long and short contexts, mixed prefill + decode steps, speculative
+// rows (2 .. 16), the model's heads (2 kv heads x 16) and others, budgets that cut the split list.
+std::vector<PlanSeq> random_step(std::mt19937& rng) {
+  std::vector<PlanSeq> seqs(1 + rng() % 12);
+  const int hkv = 1 + static_cast<int>(rng() % 4), group = 1 << (rng() % 5);
+  for (PlanSeq& s : seqs) {
+    const int kind = static_cast<int>(rng() % 6);
+    s.rows = kind == 0 ? static_cast<int64_t>(17 + rng() % 300) : kind == 1 ? static_cast<int64_t>(rng() % 17) : 1;
+    s.pos0 = kind == 5 ? static_cast<int64_t>(rng() % 262000) : static_cast<int64_t>(rng() % 40000);
+    s.n_kv_heads = hkv;
+    s.group = group;
+  }
+  return seqs;
+}
+
+TEST(CudaAttentionDevicePlan, HostPlannerIsTheReferencePlanner) {
+  std::mt19937 rng(23);
+  const std::size_t budgets[] = {0, std::size_t{1} << 20, std::size_t{8} << 20, kMinSplitBudgetBytes, kSplitBudgetBytes};
+  int split = 0, cut = 0;  // the shapes reach both outcomes of the budget
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::vector<PlanSeq> seqs = random_step(rng);
+    const int head_dim = trial % 3 == 0 ? 128 : 256;
+    const std::size_t budget = budgets[trial % 5];
+    const Plan plan = plan_attention(seqs, head_dim, budget);
+    expect_same_plan(plan, reference_plan(seqs, head_dim, budget), "trial " + std::to_string(trial));
+    if (HasFailure()) return;
+    for (std::size_t i = 0; i < seqs.size(); ++i) {
+      split += plan.seqs[i].split;
+      cut += !plan.seqs[i].split && seqs[i].rows > 0 && seqs[i].rows <= kSplitMaxRows && plan.seqs[i].nchunks > 1;
+    }
+  }
+  EXPECT_GT(split, 100);
+  EXPECT_GT(cut, 50);
+  const std::vector<PlanSeq> dense = {{37, 0, 16, 1, false}, {290, 0, 16, 1, false}};
+  expect_same_plan(plan_attention(dense, 72, kSplitBudgetBytes), reference_plan(dense, 72, kSplitBudgetBytes), "dense");
+}
+
+TEST(CudaAttentionDevicePlan, BlockParallelPlanEqualsTheHostPlan) {
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::vector<PlanSeq> seqs = random_step(rng);
+    const std::size_t budget = trial % 4 == 0 ? std::size_t{4} << 20 : kSplitBudgetBytes;
+    for (int threads : {1, 7, kPlanThreadsForTests})
+      expect_same_plan(device_plan(seqs, 256, budget, threads), plan_attention(seqs, 256, budget),
+                       "trial " + std::to_string(trial) + " threads " + std::to_string(threads));
+    if (HasFailure()) return;
+  }
+}
+
+// What a step graph relies on: the bounds (scratch sizes, grids) of a decode batch do not move with
+// its positions, while the plan inside them does (long contexts split).
+TEST(CudaAttentionDevicePlan, BoundsFollowRowsNotPositions) {
+  for (int batch : {1, 4, 64}) {
+    std::vector<PlanSeq> a(static_cast<std::size_t>(batch)), b = a;
+    for (int i = 0; i < batch; ++i) {
+      a[static_cast<std::size_t>(i)] = causal(1, 10 + i, 2, 16);
+      b[static_cast<std::size_t>(i)] = causal(1, 33000 - 37 * i, 2, 16);
+    }
+    const PlanBounds ba = plan_bounds(a, 256, kSplitBudgetBytes), bb = plan_bounds(b, 256, kSplitBudgetBytes);
+    EXPECT_EQ(ba.units, bb.units);
+    EXPECT_EQ(ba.max_partials, bb.max_partials);
+    EXPECT_EQ(ba.units, 2 * 2 * batch);
+    const Plan pa = device_plan(a, 256, kSplitBudgetBytes, 256), pb = device_plan(b, 256, kSplitBudgetBytes, 256);
+    EXPECT_EQ(pa.partials, 0);                      // short: fused
+    EXPECT_TRUE(pb.seqs[0].split) << batch;         // long: the first sequences split
+    EXPECT_EQ(pb.seqs[0].nchunks, chunks_for_keys(33000));
+    expect_covers(pb, b);
+  }
+  // Rows past kSplitMaxRows (prefill) or dense segments: no split region at all.
+  const std::vector<PlanSeq> prefill = {causal(17, 0), causal(300, 5000)};
+  EXPECT_EQ(plan_bounds(prefill, 256, kSplitBudgetBytes).max_partials, 0);
+  const std::vector<PlanSeq> dense = {{37, 0, 16, 1, false}};
+  EXPECT_EQ(plan_bounds(dense, 72, kSplitBudgetBytes).max_partials, 0);
 }
 
 TEST(CudaAttentionPlan, RejectsBadShapes) {
