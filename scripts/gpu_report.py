@@ -7,7 +7,11 @@ phases left in OUT (device.txt, ctest.log, cuda_ops_bench.json/.md) and the phas
   - the per-op NMSE of the CUDA column, read from the op harness's table (FP4SERVE_BACKEND_OPS_TABLE=1
     prints it; ctest -V prefixes each line with the test's number);
   - the op benchmark's table, with the issue's headline figures first (NVFP4 GEMV at M = 1, attention
-    decode at 32k context).
+    decode at 32k context);
+  - serving (issue 16, point 6; OUT/serving.json from scripts/gpu_serve_check.py): batch-1 decode as a
+    fraction of the HBM roofline, start to ready scaled to 40 layers, the load test's figures and its
+    step-time distribution, each beside the issue's target; and the device-parametrized e2e tests
+    (point 5: pytest's result lines in OUT/serving.log).
 Python 3 standard library only.
   scripts/gpu_report.py --out DIR [--phases phases.tsv] [--total-s N] [--column cuda]
   scripts/gpu_report.py --self-test
@@ -115,6 +119,113 @@ def headline(bench: dict) -> list[str]:
     return lines
 
 
+# Issue 16's targets (on an H200, in one gpu-check run).
+TARGET_ROOFLINE = 0.50     # batch-1 decode >= 50% of the HBM roofline on the NVFP4 synth
+TARGET_READY_S = 60.0      # process start to /health 200 < 60 s for 40 layers
+TARGET_SLOW_STEPS = 0      # no step above 3x the median step time during the load test
+
+
+def fmt_range(r, scale=1e3, unit="ms") -> str:
+    lo, hi = r
+    return f"{lo * scale:.3g}..{hi * scale:.3g} {unit}" if hi != float("inf") else f"> {lo * scale:.3g} {unit}"
+
+
+def serving_section(out_dir: str) -> list[str]:
+    r = ["## Serving (scripts/gpu_serve_check.py)", ""]
+    text = read(os.path.join(out_dir, "serving.json"))
+    if text is None:
+        return r + ["(not run)", ""]
+    try:
+        j = json.loads(text)
+    except json.JSONDecodeError as e:
+        return r + [f"(serving.json unreadable: {e})", ""]
+    layers = j.get("layers", 0)
+    r.append(f"NVFP4 synth, {layers} of {40} layers, on {j.get('device')}" +
+             (f"; synthesized in {j['synth_s']:.0f} s" if j.get("synth_s") is not None else "") + ".")
+    r += ["", "| figure | measured | target | verdict |", "|---|---|---|---|"]
+    bm = j.get("bench_model") or {}
+    if "roofline_fraction" in bm:
+        frac = bm["roofline_fraction"]
+        r.append(f"| batch-1 decode | {bm['decode_tok_s']:.1f} tok/s ({bm['decode_ms_per_step']:.2f} ms/token) = "
+                 f"{100 * frac:.1f}% of the roofline ({bm['active_bytes_per_token'] / 1e9:.2f} GB active/token, "
+                 f"{bm['bandwidth_gbs']:.0f} GB/s {'copy' if bm.get('device_copy_gbs') else 'host read'} bandwidth) | "
+                 f">= {100 * TARGET_ROOFLINE:.0f}% | "
+                 f"{verdict(frac >= TARGET_ROOFLINE, f'{100 * (TARGET_ROOFLINE - frac):.1f} points short')} |")
+    else:
+        r.append(f"| batch-1 decode | not measured | >= {100 * TARGET_ROOFLINE:.0f}% | - |")
+    if "ready_s" in j:
+        r40 = j["ready_s_40_layers"]
+        r.append(f"| start to /health 200 | {j['ready_s']:.1f} s for {layers} layers = {r40:.1f} s scaled to 40 | "
+                 f"< {TARGET_READY_S:.0f} s | {verdict(r40 < TARGET_READY_S, f'{r40 - TARGET_READY_S:.1f} s over')} |")
+    else:
+        r.append(f"| start to /health 200 | not measured | < {TARGET_READY_S:.0f} s | - |")
+    st = j.get("steps") or {}
+    if st.get("steps"):
+        lo, hi = st["above_3x_median"]
+        slow = str(lo) if lo == hi else f"{lo}..{hi}"
+        r.append(f"| steps above 3x the median (load test) | {slow} of {st['steps']} (p50 {fmt_range(st['p50_s'])}, "
+                 f"p99 {fmt_range(st['p99_s'])}, max {fmt_range(st['max_s'])}) | {TARGET_SLOW_STEPS} | "
+                 f"{verdict(hi <= TARGET_SLOW_STEPS, f'{lo}..{hi} slow steps') if lo == 0 or hi == 0 else verdict(False, f'at least {lo} slow steps')} |")
+    else:
+        r.append(f"| steps above 3x the median (load test) | not measured | {TARGET_SLOW_STEPS} | - |")
+    r.append("")
+    bs = j.get("bench_serve")
+    if bs:
+        kv = bs.get("peak_kv_cache_usage")
+        r += [f"Load test (`fp4serve bench serve`: {bs['concurrency']} concurrent, {bs['num_prompts']} random prompts of "
+              f"{bs['input_len']} tokens, {bs['output_len']} out, --ignore-eos): {bs.get('completed')} completed, "
+              f"{bs.get('failed')} failed in {num(bs.get('duration'), '.1f')} s; TTFT median "
+              f"{num(bs.get('median_ttft_ms'), '.0f')} / p99 {num(bs.get('p99_ttft_ms'), '.0f')} ms; TPOT median "
+              f"{num(bs.get('median_tpot_ms'), '.1f')} / p99 {num(bs.get('p99_tpot_ms'), '.1f')} ms; ITL p99 "
+              f"{num(bs.get('p99_itl_ms'), '.1f')} ms; output {num(bs.get('output_throughput'), '.0f')} tok/s, total "
+              f"{num(bs.get('total_token_throughput'), '.0f')} tok/s; peak KV cache usage "
+              f"{'n/a' if kv is None else f'{100 * kv:.1f}%'}.", ""]
+    if bm:
+        r += [f"bench model: prefill {num(bm.get('prefill_tok_s'), '.0f')} tok/s ({bm.get('prefill_tokens')} tokens); "
+              f"{bm.get('device_line')}", ""]
+    for e in j.get("errors", []):
+        r.append(f"- error: {e}")
+    if j.get("errors"):
+        r.append("")
+    return r
+
+
+def verdict(ok: bool, gap: str) -> str:
+    return "met" if ok else f"MISSED ({gap})"
+
+
+def num(v, spec: str) -> str:
+    return "n/a" if v is None else format(v, spec)
+
+
+# pytest -rA: "PASSED tests/e2e/x.py::test_y[bf16]", "FAILED ... - AssertionError: ...", "ERROR ...".
+PYTEST_RE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)(?: - (.*))?$")
+# "=== 1 failed, 9 passed in 51.36s ===", or without the rules under -q.
+PYTEST_SUMMARY_RE = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed|error|skipped|deselected).* in [0-9.]+s(?: \([0-9:]+\))?)"
+                               r"(?: =+)?$|"
+                               r"^=+ (no tests ran.*) =+$")
+
+
+def e2e_section(out_dir: str) -> list[str]:
+    text = read(os.path.join(out_dir, "serving.log"))
+    start = text.find("---- e2e (pytest") if text else -1
+    m = re.match(r"---- e2e \(pytest, (FP4SERVE_TEST_DEVICE=\w+)\)", text[start:]) if start >= 0 else None
+    r = [f"## Device-parametrized e2e tests (pytest, {m.group(1) if m else 'FP4SERVE_TEST_DEVICE=cuda'})", ""]
+    if start < 0:
+        return r + ["(not run)", ""]
+    results, summary_line = [], None
+    for line in text[start:].splitlines():
+        m = PYTEST_RE.match(line.strip())
+        if m:
+            results.append(m.groups())
+        m = PYTEST_SUMMARY_RE.match(line.strip())
+        if m:
+            summary_line = m.group(1) or m.group(2)
+    r += [summary_line or f"(no pytest summary: {len(results)} results read; the run was cut off?)", ""]
+    r += [f"- {name}: {status}" + (f": `{why[:200]}`" if why else "") for status, name, why in results]
+    return r + [""]
+
+
 def build_report(out_dir: str, phases_path: str | None, total_s: float | None, column: str) -> str:
     r = ["# GPU check report", ""]
     device = read(os.path.join(out_dir, "device.txt"))
@@ -170,6 +281,8 @@ def build_report(out_dir: str, phases_path: str | None, total_s: float | None, c
     else:
         r.append("(not run)")
     r.append("")
+    r += serving_section(out_dir)
+    r += e2e_section(out_dir)
     return "\n".join(r)
 
 
@@ -238,6 +351,52 @@ class SelfTest(unittest.TestCase):
         self.assertGreater(short.index("## Headline"), short.index("## Phases"))
         self.assertGreater(short.index("## Phases"), short.index("## Op benchmark"))
 
+    def test_serving_figures_beside_the_targets(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            serving = {"device": "cuda", "layers": 20, "synth_s": 31.0, "errors": ["bench serve: exit status 1"],
+                       "bench_model": {"decode_tok_s": 250.0, "decode_ms_per_step": 4.0, "roofline_fraction": 0.42,
+                                       "active_bytes_per_token": 7.2e9, "bandwidth_gbs": 4300.0,
+                                       "device_copy_gbs": 4300.0,
+                                       "prefill_tok_s": 9000.0, "prefill_tokens": 512, "device_line": "device: cuda"},
+                       "ready_s": 20.0, "ready_s_40_layers": 40.0,
+                       "steps": {"steps": 300, "p50_s": [0.0189, 0.0225], "p99_s": [0.107, 0.127],
+                                 "max_s": [0.213, 0.254], "above_3x_median": [4, 6]},
+                       "bench_serve": {"completed": 64, "failed": 0, "duration": 41.5, "median_ttft_ms": 900.0,
+                                       "p99_ttft_ms": 5000.0, "median_tpot_ms": 30.0, "p99_tpot_ms": 45.0,
+                                       "p99_itl_ms": 120.0, "output_throughput": 400.0,
+                                       "total_token_throughput": 3600.0, "peak_kv_cache_usage": 0.125,
+                                       "input_len": 2048, "output_len": 256, "num_prompts": 64, "concurrency": 32}}
+            with open(os.path.join(d, "serving.json"), "w") as f:
+                json.dump(serving, f)
+            with open(os.path.join(d, "serving.log"), "w") as f:
+                f.write("serve noise\n---- e2e (pytest, FP4SERVE_TEST_DEVICE=cuda) ----\nPASSED tests/e2e/test_device_parity.py::test_goldens[bf16]\n"
+                        "FAILED tests/e2e/test_device_parity.py::test_goldens[fp8] - AssertionError: prompt 1 step 3\n"
+                        "1 failed, 1 passed in 12.50s\n")
+            text = build_report(d, None, None, "cuda")
+        self.assertIn("= 42.0% of the roofline (7.20 GB active/token, 4300 GB/s copy bandwidth) | >= 50% | "
+                      "MISSED (8.0 points short) |", text)
+        self.assertIn("| start to /health 200 | 20.0 s for 20 layers = 40.0 s scaled to 40 | < 60 s | met |", text)
+        self.assertIn("| 4..6 of 300 (p50 18.9..22.5 ms, p99 107..127 ms, max 213..254 ms) | 0 | "
+                      "MISSED (at least 4 slow steps) |", text)
+        self.assertIn("peak KV cache usage 12.5%", text)
+        self.assertIn("- error: bench serve: exit status 1", text)
+        self.assertIn("## Device-parametrized e2e tests (pytest, FP4SERVE_TEST_DEVICE=cuda)\n\n1 failed, 1 passed in 12.50s",
+                      text)
+        self.assertEqual(PYTEST_SUMMARY_RE.match("===== 3 passed, 7 deselected in 40.13s =====").group(1),
+                         "3 passed, 7 deselected in 40.13s")
+        self.assertEqual(PYTEST_SUMMARY_RE.match("10 passed in 70.27s (0:01:10)").group(1), "10 passed in 70.27s (0:01:10)")
+        self.assertIn("- tests/e2e/test_device_parity.py::test_goldens[fp8]: FAILED: `AssertionError: prompt 1 step 3`", text)
+        short = summary(text)
+        self.assertGreater(short.index("## Phases") if "## Phases" in short else len(short), 0)
+        self.assertIn("## Serving", short)
+
+    def test_serving_not_run(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            text = build_report(d, None, None, "cuda")
+        self.assertIn("## Serving (scripts/gpu_serve_check.py)\n\n(not run)", text)
+
     def test_results(self):
         self.assertEqual(parse_results(self.LOG), [("cuda.BackendOps.Attention", "Passed"),
                                                    ("cuda.BackendOps.Linear", "Failed"),
@@ -288,7 +447,9 @@ def summary(report: str) -> str:
             current = []
         current.append(line)
     sections.append(current)
-    last = [sec for sec in sections if sec[0].startswith(("## Phases", "## Headline"))]
+    # In this order: the serving figures, the e2e tests, the phases, the ops' headline figures last.
+    order = ("## Serving", "## Device-parametrized", "## Phases", "## Headline")
+    last = [sec for prefix in order for sec in sections if sec[0].startswith(prefix)]
     return "\n".join(line for sec in [s for s in sections if s not in last] + last for line in sec)
 
 

@@ -119,7 +119,8 @@ struct Engine::Impl {
                                          info.max_model_len, c.num_speculative_tokens, c.mtp,
                                          c.mtp ? plan.max_num_seqs * MtpDrafter::scratch_blocks_per_seq(
                                                                          c.num_speculative_tokens, c.block_size)
-                                               : 0}),
+                                               : 0,
+                                         info.cuda_graph_sizes}),
         drafter(c.drafter),
         num_speculative_tokens(c.num_speculative_tokens) {
     if (c.mtp) {
@@ -627,6 +628,7 @@ struct Engine::Impl {
     {
       std::lock_guard lock(stats_mutex);
       stats.iteration_tokens.observe(step_tokens);
+      stats.engine_step_duration.observe(seconds(now - started));
       for (double q : stats_pending_queue) stats.request_queue_time.observe(q);
       stats_pending_queue.clear();
       if (!results.empty()) stats.last_progress = now;
@@ -894,8 +896,16 @@ Engine::Engine(std::shared_ptr<const model::Qwen35MoeModel> model, std::shared_p
     image_rules.image_token_id = *mc.image_token_id;
     image_rules.spatial_merge_size = config.vision_encoder->spatial_merge_size();
   }
+  // CUDA graphs: the sizes as vLLM plans them for the planned max_num_seqs; captured below, before
+  // the first step.
+  const CudaGraphPlan graphs =
+      plan_cuda_graphs(config.cuda_graphs, plan.max_num_seqs, config.max_num_batched_tokens, config.num_speculative_tokens);
+  for (const std::string& w : graphs.warnings) spdlog::warn("{}", w);
+  spdlog::info("{}", describe_cuda_graphs(config.cuda_graphs, graphs));
+  info_.cuda_graph_sizes = graphs.sizes;
   impl_ = std::make_unique<Impl>(std::move(model), std::move(tok), config, plan, info_);
   impl_->image_rules = image_rules;
+  impl_->runner.capture_graphs();
   impl_->thread = std::thread([this] { impl_->run(); });
 }
 

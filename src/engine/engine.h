@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/cache_plan.h"
+#include "engine/cuda_graph_sizes.h"
 #include "engine/engine_stats.h"
 #include "engine/kv_events.h"
 #include "engine/multimodal_input.h"
@@ -74,6 +75,9 @@ struct EngineConfig {
   // method "mtp"), instead of `drafter`: the model must have its MTP head bound (bind_mtp), the KV
   // cache gets the MTP layer's KV in the same blocks (so fewer blocks fit the budget).
   bool mtp = false;
+  // CUDA graphs of pure-decode steps (vLLM's cudagraph_mode and capture sizes; cuda_graph_sizes.h),
+  // captured when the engine starts. Default: none (eager), as --enforce-eager.
+  CudaGraphSettings cuda_graphs;
   // The model's vision tower (null: requests with images are refused). Images are encoded on the
   // engine thread when a request's prefill first reaches their rows (image_features.h); the
   // encoder's out_hidden must be the model's hidden size.
@@ -121,6 +125,7 @@ struct EngineInfo {
   CachePlan cache;
   bool prefix_caching = true;
   std::string kv_cache_dtype;
+  std::vector<int> cuda_graph_sizes;  // the decode batch sizes planned as graphs (empty: eager)
 };
 
 class Engine {

@@ -22,6 +22,9 @@ struct EngineStats {
   Histogram e2e_request_latency{request_latency_buckets_seconds()};
   Histogram request_queue_time{request_latency_buckets_seconds()};
   Histogram iteration_tokens{iteration_tokens_buckets()};
+  // Wall time of each engine step that ran the model: from the scheduler's output to the sampled
+  // tokens applied (forward pass, sampling, scheduler update; not the output delivery).
+  Histogram engine_step_duration{step_duration_buckets_seconds()};
   Histogram request_prefill_time{request_latency_buckets_seconds()};    // first scheduled -> first token
   Histogram request_decode_time{request_latency_buckets_seconds()};     // first token -> last token
   Histogram request_inference_time{request_latency_buckets_seconds()};  // first scheduled -> last token

@@ -1,6 +1,7 @@
 #include "engine/histogram.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace fp4serve::engine {
@@ -33,6 +34,12 @@ std::vector<double> request_latency_buckets_seconds() {
 
 std::vector<double> iteration_tokens_buckets() {
   return {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+}
+
+std::vector<double> step_duration_buckets_seconds() {
+  std::vector<double> out;
+  for (int k = -48; k <= 28; ++k) out.push_back(std::exp2(k / 4.0));
+  return out;
 }
 
 std::vector<double> one_two_five_buckets(double max_value) {

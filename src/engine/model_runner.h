@@ -9,11 +9,20 @@
 // Allocation: everything a step needs is reserved at construction for the step limits (max tokens
 // and sequences of a step), so execute() allocates nothing on the heap (tests/unit/engine
 // step_allocation_test counts).
+//
+// Step graphs (docs/ARCHITECTURE.md, "Step graphs"; CUDA graphs): with graph_sizes, capture_graphs()
+// records one pure-decode step per size through Backend::capture_step, each made of padding
+// sequences (one token at position 0 in a reserved KV block and GDN slot). A later step whose
+// sequences all run exactly one token (no drafts, prompt logit rows or images) is padded to the
+// smallest captured size and replayed (Backend::replay_step); its GDN snapshot copies run after the
+// replay (the same bits: a copy point after a decode's one token is the step's final state). The
+// kernels are batch-invariant, so padding never changes a real row.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "engine/gdn_rollback.h"
@@ -43,6 +52,10 @@ struct ModelRunnerConfig {
   // handed out by the engine's block pool).
   bool mtp_kv_layer = false;
   int extra_kv_blocks = 0;
+  // Pure-decode graph sizes (ascending; cuda_graph_sizes.h's plan). Empty: every step eager. With
+  // sizes, the runner reserves one more KV block and GDN slot (the padding's) and the step limits
+  // grow to the largest size it can replay.
+  std::vector<int> graph_sizes;
 };
 
 class ModelRunner {
@@ -73,6 +86,15 @@ class ModelRunner {
   // GDN state and, where the prompt ends inside a block, its own copy of the source's partial block.
   void apply_forks(const SchedulerOutput& step);
 
+  // Start-up, before the first execute(): captures the graphs of config.graph_sizes, largest first
+  // (as vLLM), logging the capture and its time. On a backend without graphs (capture_step returns
+  // nullptr: the CPU) logs once that steps run eagerly. A no-op without graph sizes.
+  void capture_graphs();
+  // The sizes captured (ascending; empty: every step runs eagerly).
+  const std::vector<int>& captured_graph_sizes() const { return captured_sizes_; }
+  // Steps replayed from a graph since construction (tests).
+  long graph_steps() const { return graph_steps_; }
+
   const model::Qwen35MoeModel& model() const { return *model_; }
   const model::StepWorkspace& workspace() const { return ws_; }
   // The workspace for the MTP drafter's passes, which run after the step's outputs are taken and
@@ -83,6 +105,9 @@ class ModelRunner {
   // For tests: the memory behind slot ids and block ids.
   const model::GdnStateArena& state_slots() const { return slots_; }
   const model::PagedKvCache& kv_cache() const { return kv_; }
+  // The padding sequences' KV block and GDN slot (-1 without graph sizes): beyond the engine's ids.
+  int padding_kv_block() const { return pad_block_; }
+  int padding_state_slot() const { return pad_slot_; }
   // Fault injection for the canary's proof (issue 7): while on, the GDN state (recurrent and conv) of
   // every sequence in a step is zeroed after the step, i.e. each step resumes from a lost state --
   // what a prefix-cache or slot bug in a hybrid model does. Set from another thread (HTTP).
@@ -105,6 +130,23 @@ class ModelRunner {
   std::vector<model::StateCopyPoint> copies_;
   std::vector<kernels::GdnStateRef> copy_refs_;    // copies x GDN layers
   std::atomic<bool> corrupt_gdn_state_{false};
+
+  // Step graphs.
+  // The step's graph size when it can replay one (0: eager); fills batch_ (without padding) either way.
+  int graph_size_for(const SchedulerOutput& step) const;
+  // batch_ for the scheduled requests (and their copy points in copies_).
+  void build_batch(const SchedulerOutput& step, const PromptRowSink& prompt_rows, const ImageRowsSource& image_rows);
+  void append_padding(std::size_t count);
+  kernels::TensorView replay(const SchedulerOutput& step, int size);
+  std::vector<int> usable_sizes_;     // config.graph_sizes this runner's steps can reach
+  std::vector<int> captured_sizes_;
+  std::vector<std::unique_ptr<kernels::StepGraph>> graphs_;  // by captured_sizes_ index
+  int pad_block_ = -1, pad_slot_ = -1;
+  std::vector<int> pad_block_table_;
+  std::vector<kernels::KvView> pad_kv_;          // attention layers
+  std::vector<kernels::GdnStateRef> pad_gdn_;    // GDN layers
+  std::vector<std::span<const model::StateCopyPoint>> deferred_copies_;  // per real sequence
+  long graph_steps_ = 0;
 };
 
 }  // namespace fp4serve::engine

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include "checkpoint/weight_loader.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_features.h"
 #ifdef FP4SERVE_HAVE_CUDA
@@ -120,6 +121,19 @@ DeviceMemory query_device_memory(int ordinal) {
   (void)ordinal;
 #endif
   return m;
+}
+
+std::uint64_t planned_weight_bytes(const LoadedCheckpoint& checkpoint, bool with_mtp) {
+  return checkpoint.plan().total_bytes() + (with_mtp ? checkpoint.mtp_plan().total_bytes() : 0);
+}
+
+void expect_weight_bytes(kernels::Backend& backend, std::uint64_t bytes) {
+#ifdef FP4SERVE_HAVE_CUDA
+  if (auto* cuda = dynamic_cast<kernels::cuda::CudaBackend*>(&backend)) cuda->expect_weight_bytes(bytes);
+#else
+  (void)backend;
+  (void)bytes;
+#endif
 }
 
 std::string describe_cuda_devices() {

@@ -12,6 +12,7 @@
 // when FP4SERVE_HAVE_CUDA is defined for the tools library, i.e. -DFP4SERVE_CUDA=ON).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,10 @@
 
 namespace CLI {
 class App;
+}
+
+namespace fp4serve {
+class LoadedCheckpoint;
 }
 
 namespace fp4serve::tools {
@@ -65,6 +70,14 @@ DeviceMemory device_memory(kernels::Backend& backend);
 // The same for CUDA device `ordinal` without a backend (doctor's estimate); {} in a CPU-only build
 // or when the device cannot be queried.
 DeviceMemory query_device_memory(int ordinal);
+
+// The bytes a load of `checkpoint` reads from its files into the model: the text model's planned
+// tensors, and the MTP block's when it is bound (`with_mtp`). The vision tower is not counted (it
+// stays on the host unless --vision-device same). The CUDA loader's progress line shows it as the
+// total ("loading weights to cuda: 12.3 / 22.1 GB"); weights repacked on the way may differ a little.
+std::uint64_t planned_weight_bytes(const LoadedCheckpoint& checkpoint, bool with_mtp);
+// Tells the CUDA backend's weight loader the total it is about to upload; nothing on other backends.
+void expect_weight_bytes(kernels::Backend& backend, std::uint64_t bytes);
 
 // doctor's lines: the CUDA devices (DeviceInfo::describe) or why there are none, and what
 // --device auto would pick here.

@@ -186,6 +186,7 @@ ServingModel load_serving_model(const std::string& model_path, const EngineFlags
   if (weights) {
     if (!cache_hit) ck->touch_weight_pages(true);
     ph.mark("load");
+    expect_weight_bytes(*backend, planned_weight_bytes(*ck, spec.enabled));
     auto model = std::make_shared<model::Qwen35MoeModel>(ck, backend);
     if (spec.enabled) model->bind_mtp();
     s.model = model;

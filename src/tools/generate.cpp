@@ -24,6 +24,7 @@
 #include "tokenizer/tokenizer.h"
 #include "server/metrics/stats_log_line.h"
 #include "tools/commands.h"
+#include "tools/cuda_graph_flags.h"
 #include "tools/device_choice.h"
 #include "tools/engine_setup.h"
 #include "engine/engine.h"
@@ -39,6 +40,7 @@ struct GenerateOptions {
   int max_tokens = 64;
   double temperature = 0.0;
   bool ignore_eos = false;
+  CudaGraphFlags graphs;  // --enforce-eager, -O, --compilation-config, ... (the --batch engine's)
   EngineFlags engine;  // --tokenizer, --seed, --threads, --kv-cache-dtype and the engine's flags
 };
 
@@ -99,8 +101,10 @@ void run_batch(const GenerateOptions& o) {
 
 // Every line a request ("ids: 1,2,3" or text), all submitted at once to the engine.
 void run_engine_prompts(const GenerateOptions& o, const std::vector<std::string>& lines) {
+  const engine::CudaGraphSettings cuda_graphs = resolve_cuda_graph_flags(o.graphs);  // bad flags: before the load
   ServingModel sm = load_serving_model(o.model, o.engine, nullptr, VisionChoice{false, false, "generate takes no images"});
   for (const std::string& d : sm.decisions) std::fprintf(stderr, "%s\n", d.c_str());
+  sm.config.cuda_graphs = cuda_graphs;
   engine::Engine eng(sm.model, sm.tokenizer, sm.config);
   for (const std::string& l : eng.info().cache.log_lines) std::fprintf(stderr, "%s\n", l.c_str());
   using clock = std::chrono::steady_clock;
@@ -261,6 +265,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--temperature", o->temperature, "0 = greedy")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-sequence tokens");
   add_engine_flags(*cmd, o->engine);
+  add_cuda_graph_flags(*cmd, o->graphs);
   cmd->callback([o] { run_generate(*o); });
 }
 

@@ -1,5 +1,6 @@
 #include "tools/preflight_checks.h"
 #include "tools/speculative_config.h"
+#include "tools/compilation_config.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -28,7 +29,6 @@ constexpr int kCudnnSm120Fix = 9'23'01;  // cudnnGetVersion() encoding: major*10
 const std::vector<std::string> kMoeBackends = {"auto",        "triton",           "deep_gemm",        "deep_gemm_mega_moe",
                                                "cutlass",     "flashinfer_trtllm", "flashinfer_cutlass", "flashinfer_cutedsl",
                                                "flashinfer_b12x", "marlin",       "aiter",            "emulation"};
-const std::vector<std::string> kCudagraphModes = {"NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"};
 
 // vLLM normalises backend names: case-insensitive, '-' and '_' alike.
 std::string normalise_backend(std::string s) {
@@ -47,41 +47,6 @@ std::string first_gpu_where(const HostInfo& h, const std::function<bool(const Gp
   return "";
 }
 std::string cudnn_text(int v) { return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100); }
-
-// The parts of --compilation-config the rules read.
-struct CompilationConfig {
-  bool given = false;
-  std::string error;  // "" = parsed
-  std::string cudagraph_mode;
-  std::vector<int> capture_sizes;
-};
-
-CompilationConfig parse_compilation_config(const std::string& text) {
-  CompilationConfig c;
-  if (text.empty()) return c;
-  c.given = true;
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object()) {
-    c.error = fmt::format("--compilation-config '{}' is not a JSON object", text);
-    return c;
-  }
-  if (j.contains("cudagraph_mode")) {
-    if (!j["cudagraph_mode"].is_string()) c.error = "--compilation-config: cudagraph_mode must be a string";
-    else c.cudagraph_mode = j["cudagraph_mode"].get<std::string>();
-  }
-  if (j.contains("cudagraph_capture_sizes")) {
-    const auto& s = j["cudagraph_capture_sizes"];
-    if (!s.is_array()) c.error = "--compilation-config: cudagraph_capture_sizes must be a list of batch sizes";
-    for (const auto& v : s.is_array() ? s : nlohmann::json::array()) {
-      if (!v.is_number_integer() || v.get<int64_t>() < 1) {
-        c.error = "--compilation-config: cudagraph_capture_sizes must hold positive integers";
-        break;
-      }
-      c.capture_sizes.push_back(static_cast<int>(v.get<int64_t>()));
-    }
-  }
-  return c;
-}
 
 // Collects the results; each rule is one call of ok/refused/na.
 class Rules {
@@ -183,21 +148,20 @@ void backend_rules(const ServeSettings& s, const HostInfo& h, int max_num_seqs, 
     r.ok("attention-backend", attn);
   }
 
-  const CompilationConfig cc = parse_compilation_config(s.gpu.compilation_config);
-  if (!cc.error.empty()) {
-    r.refused("compilation-config", cc.error);
-  } else if (!cc.cudagraph_mode.empty() &&
-             std::find(kCudagraphModes.begin(), kCudagraphModes.end(), cc.cudagraph_mode) == kCudagraphModes.end()) {
-    r.refused("compilation-config", fmt::format("--compilation-config: cudagraph_mode {} is not one of NONE, "
-                                                "PIECEWISE, FULL, FULL_DECODE_ONLY, FULL_AND_PIECEWISE",
-                                                cc.cudagraph_mode));
-  } else {
+  // The same parser and flag resolution serve and generate use (cuda_graph_flags.h).
+  CompilationConfig cc;
+  try {
+    cc = parse_compilation_config(s.gpu.compilation_config);
+    (void)resolve_cuda_graph_flags(s.gpu);
     r.ok("compilation-config", cc.given ? "parsed" : "not given");
+  } catch (const std::runtime_error& e) {
+    r.refused("compilation-config", e.what());
   }
+  std::vector<int> capture_sizes = cc.cudagraph_capture_sizes.value_or(s.gpu.cudagraph_capture_sizes);
 
   // vLLM: max_cudagraph_capture_size must equal the largest of cudagraph_capture_sizes when both
   // are given (vllm/config/compilation.py; seed: "would in fact conflict").
-  const int largest = cc.capture_sizes.empty() ? 0 : *std::max_element(cc.capture_sizes.begin(), cc.capture_sizes.end());
+  const int largest = capture_sizes.empty() ? 0 : *std::max_element(capture_sizes.begin(), capture_sizes.end());
   if (s.gpu.max_cudagraph_capture_size > 0 && largest > 0) {
     r.check("cudagraph-capture-size-consistent", s.gpu.max_cudagraph_capture_size != largest,
             fmt::format("--max-cudagraph-capture-size {} must equal the largest of cudagraph_capture_sizes ({}); "
@@ -328,11 +292,7 @@ int model_rules(const ServeSettings& s, const HostInfo& h, Rules& r) {
 }  // namespace
 
 void add_gpu_flags(CLI::App& cmd, GpuFlags& f) {
-  cmd.add_flag("--enforce-eager", f.enforce_eager, "no CUDA graphs (GPU)");
-  cmd.add_option("--compilation-config", f.compilation_config,
-                 "JSON, e.g. '{\"cudagraph_mode\":\"PIECEWISE\",\"cudagraph_capture_sizes\":[1,2,4,8]}' (GPU)");
-  cmd.add_option("--max-cudagraph-capture-size", f.max_cudagraph_capture_size, "largest captured batch (GPU)")
-      ->check(CLI::PositiveNumber);
+  add_cuda_graph_flags(cmd, f);
   cmd.add_option("--moe-backend", f.moe_backend, "MoE kernel family (GPU; CPU: auto)");
   cmd.add_option("--attention-backend", f.attention_backend, "attention kernel family (GPU; CPU: auto)");
 }

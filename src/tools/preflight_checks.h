@@ -19,6 +19,7 @@
 #include "checkpoint/model_config.h"
 #include "engine/cache_plan.h"
 #include "kernels/attention.h"
+#include "tools/cuda_graph_flags.h"
 #include "tools/engine_setup.h"
 
 namespace CLI {
@@ -32,10 +33,9 @@ namespace fp4serve::tools {
 
 // vLLM serve flags that only matter to a GPU engine. `serve` does not take them yet; doctor does,
 // so that a vLLM command line can be checked before anyone boots it. add_gpu_flags registers them.
-struct GpuFlags {
-  bool enforce_eager = false;
-  std::string compilation_config;      // --compilation-config JSON (cudagraph_mode, cudagraph_capture_sizes)
-  int max_cudagraph_capture_size = 0;  // --max-cudagraph-capture-size (0 = not given)
+// The CUDA-graph ones (--enforce-eager, -O, --compilation-config, ...) are cuda_graph_flags.h's, which
+// serve and generate also act on.
+struct GpuFlags : CudaGraphFlags {
   std::string moe_backend = "auto";
   std::string attention_backend = "auto";
 };

@@ -99,6 +99,7 @@ void run_serve(ServeArgs a) {
   // --device (device_choice.h): --device cuda without a GPU stops here; the GPU rules apply on CUDA.
   host.gpu_backend = choose_device(a.engine.device, probe_cuda()).kind == DeviceKind::kCuda;
   enforce_preflight(preflight, host);  // flag rules, before the slow load
+  const engine::CudaGraphSettings cuda_graphs = resolve_cuda_graph_flags(a.gpu);  // cuda_graph_flags.h
   // A bad certificate or CORS list is refused before the load too (the server loads the files
   // again when it starts; --enable-ssl-refresh may change them later).
   const TransportSettings transport = resolve_transport_flags(a.transport);
@@ -130,6 +131,7 @@ void run_serve(ServeArgs a) {
   }
   for (const std::string& d : sm.decisions) spdlog::info("{}", d);
   sm.config.max_waiting_requests = a.max_waiting_requests;
+  sm.config.cuda_graphs = cuda_graphs;
   std::unique_ptr<engine::EngineClient> engine_client;
   if (multiprocessing) {
     engine_client = std::make_unique<engine::ipc::ProcessEngineClient>(

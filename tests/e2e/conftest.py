@@ -19,7 +19,12 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = Path(os.environ.get("FP4SERVE_BINARY", ROOT / "build" / "fp4serve"))
 CANARY_DIR = ROOT / "tests" / "data" / "models" / "canary"
-TOKENIZER_DIR = ROOT / ".cache" / "tokenizers" / "qwen3.5"
+# The real Qwen tokenizer (scripts/setup.sh installs it); on the GPU machine scripts/gpu-check.sh points
+# FP4SERVE_TOKENIZER_DIR at the copy it carries.
+TOKENIZER_DIR = Path(os.environ.get("FP4SERVE_TOKENIZER_DIR", ROOT / ".cache" / "tokenizers" / "qwen3.5"))
+# Where the device-parametrized tests (test_device_parity.py, test_canary_model.py) run the model: the CPU
+# in CI, FP4SERVE_TEST_DEVICE=cuda on a GPU machine (scripts/gpu-check.sh): the same test bodies on both.
+TEST_DEVICE = os.environ.get("FP4SERVE_TEST_DEVICE", "cpu")
 CHAT_TEMPLATE = ROOT / "tests" / "data" / "chat_templates" / "qwen3.6.jinja"
 
 
@@ -94,6 +99,26 @@ def fp4serve_binary():
     """The fp4serve executable the servers run (tests import nothing from conftest: pytest may load
     another suite's conftest module under the same name)."""
     return BINARY
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir():
+    """The real Qwen tokenizer's directory (TOKENIZER_DIR)."""
+    return TOKENIZER_DIR
+
+
+@pytest.fixture(scope="session")
+def test_device():
+    """The --device of the device-parametrized tests. With FP4SERVE_TEST_DEVICE=cuda a binary or a
+    machine without a usable CUDA device fails the run: a GPU run that silently fell back to the CPU
+    would pass for the wrong reason."""
+    if TEST_DEVICE not in ("cpu", "cuda"):
+        pytest.fail(f"FP4SERVE_TEST_DEVICE={TEST_DEVICE}: use cpu or cuda")
+    if TEST_DEVICE == "cuda":
+        r = subprocess.run([str(BINARY), "doctor"], capture_output=True, text=True, timeout=120)
+        if "CUDA devices: none usable" in r.stdout or "CUDA device 0:" not in r.stdout:
+            pytest.fail("FP4SERVE_TEST_DEVICE=cuda but no CUDA device answers:\n" + r.stdout + r.stderr)
+    return TEST_DEVICE
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,9 @@
 by fp4serve in BF16 and in NVFP4 (ModelOpt): `fp4serve canary` passes on both, and fails once the
 fault-injection switch zeroes the GDN state between steps -- the proof that the canary catches garbage --
 or when the vision tower is dead (its image checks: the colour of a solid-colour image).
+The canary server runs on FP4SERVE_TEST_DEVICE (conftest.py): scripts/gpu-check.sh runs the pass and the
+fault-switch tests with cuda (-k "canary_passes or gdn_state_is_corrupted": the others need the openai
+package, which the GPU machine lacks).
 The model directory is assembled the way a download looks: the unpacked checkpoint plus the real
 tokenizer (.cache/tokenizers/qwen3.5, installed by scripts/setup.sh) and the Qwen3.6 chat template."""
 import json
@@ -29,11 +32,12 @@ def reference_tokens():
 
 
 @pytest.fixture(scope="module", params=FORMATS)
-def canary_server(request, make_server, canary_model_dir):
+def canary_server(request, make_server, canary_model_dir, test_device):
+    # On the device FP4SERVE_TEST_DEVICE names (conftest.py): the CPU in CI, the GPU in scripts/gpu-check.sh.
     fmt = request.param
     model = canary_model_dir(fmt)
     server = make_server("--model", str(model), "--reasoning-parser", "qwen3", "--enable-auto-tool-choice",
-                         "--tool-call-parser", "qwen3_coder", "--enable-debug-endpoints")
+                         "--tool-call-parser", "qwen3_coder", "--enable-debug-endpoints", "--device", test_device)
     server.format = fmt
     yield server
     requests.post(server.url + "/debug/corrupt-gdn?on=0", timeout=10)

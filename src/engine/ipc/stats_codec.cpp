@@ -25,6 +25,7 @@ void for_each_histogram(Stats& s, F&& f) {
   f("e2e", s.e2e_request_latency);
   f("queue", s.request_queue_time);
   f("iteration_tokens", s.iteration_tokens);
+  f("engine_step_duration", s.engine_step_duration);
   f("prefill", s.request_prefill_time);
   f("decode", s.request_decode_time);
   f("inference", s.request_inference_time);

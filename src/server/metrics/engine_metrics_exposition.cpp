@@ -109,6 +109,9 @@ std::string render_engine_metrics(const engine::EngineStats& stats, const Exposi
               hist(stats.request_generation_tokens));
   w.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
               hist(stats.iteration_tokens));
+  w.histogram("fp4serve:engine_step_duration_seconds",
+              "Histogram of the wall time of engine steps that ran the model, in seconds.",
+              hist(stats.engine_step_duration));
   w.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
               hist(stats.time_to_first_token));
   w.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "checkpoint/weight_loader.h"
+#include "tools/bench/device_bandwidth.h"
 #include "tools/device_choice.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
@@ -169,13 +170,22 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o, std::ostream& log) 
   r.isa = std::string(kernels::cpu::isa_name(kernels::cpu::active_isa()));
   r.load_before = load_average_1min();
 
-  log << "measuring the roofline (" << (o.bandwidth_buffer_bytes >> 20) << " MiB read buffer, " << r.threads
-      << " threads)..." << std::endl;
-  r.roofline = measure_roofline(o.bandwidth_buffer_bytes);
+  if (device.kind == DeviceKind::kCpu) {
+    log << "measuring the roofline (" << (o.bandwidth_buffer_bytes >> 20) << " MiB read buffer, " << r.threads
+        << " threads)..." << std::endl;
+    r.roofline = measure_roofline(o.bandwidth_buffer_bytes);
+  }
 
   log << "loading " << o.model << "..." << std::endl;
   auto ck = std::make_shared<LoadedCheckpoint>(LoadedCheckpoint::open(o.model, LoadOptions{"main", true, false}));
-  const model::Qwen35MoeModel m(ck, make_backend(device, o.device == "auto"));
+  std::shared_ptr<kernels::Backend> backend = make_backend(device, o.device == "auto");
+  if (device.kind == DeviceKind::kCuda) {
+    // The device's roofline, before the weights take its memory (2 GiB, freed again).
+    log << "measuring the device's copy bandwidth (1 GiB device to device)..." << std::endl;
+    r.device_copy_gbs = measure_device_copy_gbs(*backend);
+  }
+  expect_weight_bytes(*backend, planned_weight_bytes(*ck, false));
+  const model::Qwen35MoeModel m(ck, backend);
   r.device = device.log_line;
   log << r.device << std::endl;
   const kernels::KvDtype kv = resolve_kv_dtype(o.kv_cache_dtype, *ck);
@@ -248,7 +258,7 @@ ModelBenchResult run_model_bench(const ModelBenchOptions& o, std::ostream& log) 
     d.steps = o.decode_steps;
     d.seconds = seconds_since(t0);
     d.tok_s = static_cast<double>(B) * o.decode_steps / d.seconds;
-    const double bw = r.roofline.read_gbs * 1e9;
+    const double bw = r.bandwidth_gbs() * 1e9;
     d.efficiency = static_cast<double>(r.bytes.per_token) * d.tok_s / bw;
     d.expected_step_bytes = expected_step_bytes(r.bytes, B);
     d.bandwidth_utilization = d.expected_step_bytes * (o.decode_steps / d.seconds) / bw;

@@ -77,7 +77,10 @@ struct ModelBenchResult {
   int threads = 1;
   std::string isa;
   std::string device;  // "device: cpu (...)": the --device decision and its reason
-  Roofline roofline;
+  Roofline roofline;  // the host's (not measured when the model runs on a CUDA device)
+  // On a CUDA device: its copy bandwidth (device_bandwidth.h), what efficiency is quoted against there.
+  std::optional<double> device_copy_gbs;
+  double bandwidth_gbs() const { return device_copy_gbs ? *device_copy_gbs : roofline.read_gbs; }
   ActiveBytes bytes;
   int prompt_len = 0;
   double prefill_seconds = 0;

@@ -24,10 +24,17 @@ void print_model_bench(const ModelBenchResult& r, std::ostream& out) {
   if (!r.device.empty()) out << r.device << "\n";
   out << fmt::format("threads: {}, {} kernels; load average (1 min) {:.2f} before, {:.2f} after\n", r.threads, r.isa,
                      r.load_before, r.load_after);
-  out << fmt::format("roofline: read bandwidth {:.2f} GB/s ({} MiB buffer); fp32 FMA {:.1f} GFLOP/s ({})", rf.read_gbs,
-                     rf.buffer_bytes >> 20, rf.fp32_fma_gflops, rf.fma_isa);
-  if (rf.bf16_dot_gflops) out << fmt::format("; bf16 dot {:.1f} GFLOP/s (avx512_bf16)", *rf.bf16_dot_gflops);
-  out << "\n";
+  if (r.device_copy_gbs) {
+    out << fmt::format("roofline: device copy bandwidth {:.2f} GB/s (cudaMemcpy device to device, 1 GiB, read + "
+                       "write)\n",
+                       *r.device_copy_gbs);
+  } else {
+    out << fmt::format("roofline: read bandwidth {:.2f} GB/s ({} MiB buffer); fp32 FMA {:.1f} GFLOP/s ({})",
+                       rf.read_gbs, rf.buffer_bytes >> 20, rf.fp32_fma_gflops, rf.fma_isa);
+    if (rf.bf16_dot_gflops) out << fmt::format("; bf16 dot {:.1f} GFLOP/s (avx512_bf16)", *rf.bf16_dot_gflops);
+    out << "\n";
+  }
+  const char* bw_name = r.device_copy_gbs ? "device copy bandwidth" : "read bandwidth";
   const ActiveBytes& b = r.bytes;
   out << fmt::format("active bytes per token: {} ({}: routed experts {} = {} of {} per layer, embedding row {}, "
                      "every other weight {})\n",
@@ -35,9 +42,9 @@ void print_model_bench(const ModelBenchResult& r, std::ostream& out) {
                      b.top_k, b.num_experts, b.embedding_row, mb(static_cast<double>(b.shared)));
   out << fmt::format("prefill: {} tokens in {:.3f} s = {:.2f} tok/s\n", r.prompt_len, r.prefill_seconds,
                      r.prefill_tok_s);
-  out << fmt::format("decode ({} steps per batch size; efficiency = active bytes/token x tok/s / read bandwidth; "
-                     "bw util = expected weight bytes/step x steps/s / read bandwidth):\n",
-                     r.decode.empty() ? 0 : r.decode.front().steps);
+  out << fmt::format("decode ({} steps per batch size; efficiency = active bytes/token x tok/s / {}; "
+                     "bw util = expected weight bytes/step x steps/s / {}):\n",
+                     r.decode.empty() ? 0 : r.decode.front().steps, bw_name, bw_name);
   out << fmt::format("  {:>5} {:>10} {:>9} {:>10} {:>8} {:>12} {:>13} {:>12} {:>10} {:>9}\n", "batch", "tok/s", "ms/step",
                      "efficiency", "bw util", "GDN ms/layer", "attn ms/layer", "MoE ms/block", "lm_head ms", "other ms");
   auto row = [&out](const std::string& label, const std::string& tok_s, const std::string& eff, const std::string& bw,
@@ -83,7 +90,9 @@ std::string model_bench_json(const ModelBenchResult& r) {
                    {"buffer_bytes", rf.buffer_bytes},
                    {"fp32_fma_gflops", rf.fp32_fma_gflops},
                    {"fma_isa", rf.fma_isa},
-                   {"bf16_dot_gflops", rf.bf16_dot_gflops ? nlohmann::json(*rf.bf16_dot_gflops) : nlohmann::json()}};
+                   {"bf16_dot_gflops", rf.bf16_dot_gflops ? nlohmann::json(*rf.bf16_dot_gflops) : nlohmann::json()},
+                   {"device_copy_gbs", r.device_copy_gbs ? nlohmann::json(*r.device_copy_gbs) : nlohmann::json()},
+                   {"bandwidth_gbs", r.bandwidth_gbs()}};
   const ActiveBytes& b = r.bytes;
   j["active_bytes_per_token"] = b.per_token;
   j["active_bytes"] = {{"routed_experts", b.routed_experts}, {"one_expert_all_layers", b.one_expert_all_layers},

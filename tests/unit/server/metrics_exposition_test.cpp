@@ -56,6 +56,7 @@ engine::EngineStats known_stats() {
   stats.request_prompt_tokens = engine::Histogram({1, 10});
   stats.request_generation_tokens = engine::Histogram({1, 10});
   stats.iteration_tokens = engine::Histogram({8});
+  stats.engine_step_duration = engine::Histogram({0.25});
   stats.time_to_first_token = engine::Histogram({0.1, 1.0});
   stats.inter_token_latency = engine::Histogram({0.05});
   stats.e2e_request_latency = engine::Histogram({1.5});
@@ -65,6 +66,7 @@ engine::EngineStats known_stats() {
   stats.request_generation_tokens.observe(1);
   stats.iteration_tokens.observe(8);
   stats.iteration_tokens.observe(9);
+  stats.engine_step_duration.observe(0.125);
   stats.time_to_first_token.observe(0.05);
   stats.time_to_first_token.observe(0.1);
   stats.time_to_first_token.observe(2.0);
@@ -200,6 +202,15 @@ vllm:iteration_tokens_total_sum{engine="0",model_name="qwen"} 17.0
 # HELP vllm:iteration_tokens_total_created Histogram of number of tokens per engine_step.
 # TYPE vllm:iteration_tokens_total_created gauge
 vllm:iteration_tokens_total_created{engine="0",model_name="qwen"} 1.7e+09
+# HELP fp4serve:engine_step_duration_seconds Histogram of the wall time of engine steps that ran the model, in seconds.
+# TYPE fp4serve:engine_step_duration_seconds histogram
+fp4serve:engine_step_duration_seconds_bucket{engine="0",le="0.25",model_name="qwen"} 1.0
+fp4serve:engine_step_duration_seconds_bucket{engine="0",le="+Inf",model_name="qwen"} 1.0
+fp4serve:engine_step_duration_seconds_count{engine="0",model_name="qwen"} 1.0
+fp4serve:engine_step_duration_seconds_sum{engine="0",model_name="qwen"} 0.125
+# HELP fp4serve:engine_step_duration_seconds_created Histogram of the wall time of engine steps that ran the model, in seconds.
+# TYPE fp4serve:engine_step_duration_seconds_created gauge
+fp4serve:engine_step_duration_seconds_created{engine="0",model_name="qwen"} 1.7e+09
 # HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.
 # TYPE vllm:time_to_first_token_seconds histogram
 vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="qwen"} 2.0
@@ -372,6 +383,7 @@ TEST(MetricsExposition, RealBucketsParseUnderPrometheusRules) {
     stats.e2e_request_latency.observe(v);
     stats.request_queue_time.observe(v);
     stats.iteration_tokens.observe(v * 100);
+    stats.engine_step_duration.observe(v);
     stats.request_prompt_tokens.observe(v * 1000);
     stats.request_generation_tokens.observe(v * 10);
   }
@@ -383,6 +395,10 @@ TEST(MetricsExposition, RealBucketsParseUnderPrometheusRules) {
   const std::string text = render_engine_metrics(stats, config);
   check_prometheus_text(text);
   EXPECT_NE(text.find("le=\"2560.0\""), std::string::npos);
+  // The step-time buckets: 2^(k/4) s, exact in binary, from 2^-12 to 2^7 s.
+  EXPECT_NE(text.find("fp4serve:engine_step_duration_seconds_bucket{engine=\"0\",le=\"0.000244140625\""),
+            std::string::npos);
+  EXPECT_NE(text.find("fp4serve:engine_step_duration_seconds_bucket{engine=\"0\",le=\"128.0\""), std::string::npos);
   EXPECT_NE(text.find("le=\"200000.0\""), std::string::npos);
   EXPECT_NE(text.find("vllm:time_to_first_token_seconds_count{engine=\"0\",model_name=\"Qwen/Qwen3.6-35B-A3B \\\"nvfp4\\\"\"} 5.0"),
             std::string::npos);

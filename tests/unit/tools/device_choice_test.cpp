@@ -3,6 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "checkpoint/weight_loader.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_features.h"
 #include "tools/device_choice.h"
 
 namespace fp4serve::tools {
@@ -72,6 +77,26 @@ TEST(DeviceChoice, ThisMachinesProbeAndTheCpuBackend) {
   if (p.device_count == 0) {
     EXPECT_THAT(doctor, HasSubstr("CUDA devices: none usable: " + p.problem));
   }
+}
+
+// The total of the CUDA loader's progress line: every tensor of the checkpoint's files that the
+// text model loads, the MTP block's only when it is bound. tiny-bf16 has an MTP block in its own file.
+TEST(DeviceChoice, PlannedWeightBytesAreTheFilesTensorsTheModelLoads) {
+  const auto dir = std::filesystem::path(FP4SERVE_TEST_DATA_DIR) / "models" / "tiny-bf16";
+  const LoadedCheckpoint ck = LoadedCheckpoint::open(dir.string());
+  ASSERT_TRUE(ck.has_mtp());
+  uint64_t text = 0, mtp = 0, other = 0;
+  for (const std::string& name : ck.files().tensor_names()) {
+    const uint64_t n = ck.files().find(name).info->byte_size;
+    (name.rfind("mtp.", 0) == 0 ? mtp : name.rfind("model.visual.", 0) == 0 ? other : text) += n;
+  }
+  EXPECT_GT(text, 0u);
+  EXPECT_GT(mtp, 0u);
+  EXPECT_EQ(planned_weight_bytes(ck, false), text);
+  EXPECT_EQ(planned_weight_bytes(ck, true), text + mtp);
+  // A backend without a device loader ignores the total (the CPU packs its own panels).
+  kernels::cpu::CpuBackend cpu(kernels::cpu::active_isa());
+  expect_weight_bytes(cpu, text);
 }
 
 }  // namespace
