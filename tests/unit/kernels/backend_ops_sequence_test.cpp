@@ -1,6 +1,6 @@
 // The backend op harness (backend_ops_harness.h) on the per-sequence ops: kv_write and attention
 // (bf16 and fp8 KV, contiguous and paged caches, both AttentionMath, GQA, prefill, decode and mixed
-// steps at several pos0) and gdn_sequence (several sequences, prefills split at several points),
+// steps at several pos0) and gdn_sequences (several sequences, prefills split at several points),
 // plus batch invariance on every backend: a sequence's rows computed with others, or alone, or a
 // token at a time, or its prefill split anywhere, give the same bits.
 #include <gtest/gtest.h>
@@ -316,7 +316,7 @@ TEST(BackendOps, GdnSequence) {
     std::string rows, split;
     for (int64_t n : s.rows) rows += cat(rows.empty() ? "" : ",", n);
     for (int64_t n : s.split) split += cat(split.empty() ? "" : "+", n);
-    h.check({"gdn_sequence",
+    h.check({"gdn_sequences",
              cat("Hk=", s.d.Hk, " Hv=", s.d.Hv, " dk=", s.d.dk, " dv=", s.d.dv, " rows=", rows,
                  split.empty() ? std::string(" whole") : " split " + split + "+rest"),
              OpClass::kMath, kNmseExactMath, [=](Backend& b, uint32_t seed) {
