@@ -383,7 +383,7 @@ void bench_attention(Backend& b, Bench& bench) {
   }
 }
 
-// Gated DeltaNet: the decode step of M sequences (one gdn_sequence call each, as the model makes them)
+// Gated DeltaNet: the decode step of M sequences (one gdn_sequences call, as the model makes it)
 // and the prefill of one sequence of T tokens; state slots rotate past the L2.
 void bench_gdn(Backend& b, Bench& bench) {
   const std::string dec = "gdn decode", pre = "gdn prefill";
@@ -428,10 +428,11 @@ void bench_gdn(Backend& b, Bench& bench) {
       Result r{dec, shape, "f32 state", m, 0, 0, 0, "ok"};
       r.bytes = double(m) * (2 * state_bytes + token_bytes);
       r.flops = double(m) * token_flops;
+      std::vector<GdnSeqDesc> descs(static_cast<std::size_t>(m));
       bench.run(r, [&](int64_t i) {
-        for (int64_t s = 0; s < m; ++s)
-          b.gdn_sequence(d, w, {{s, 1, 1000}, state((i * m + s) % slots)}, x.view.rows(0, m), g.view.rows(0, m),
-                         beta.view.rows(0, m), qkv.view.rows(0, m), core.view.rows(0, m));
+        for (int64_t s = 0; s < m; ++s) descs[static_cast<std::size_t>(s)] = {{s, 1, 1000}, state((i * m + s) % slots)};
+        b.gdn_sequences(d, w, descs, x.view.rows(0, m), g.view.rows(0, m), beta.view.rows(0, m), qkv.view.rows(0, m),
+                        core.view.rows(0, m));
       });
     }
   if (bench.wanted(pre))

@@ -223,14 +223,23 @@ class Backend {
   // gdn.h's gating: a, b [T, Hv] f32 (bf16 values); A_log, dt_bias [Hv] f32; g, beta [T, Hv] f32.
   virtual void gdn_gating(const TensorView& a, const TensorView& b, const TensorView& A_log, const TensorView& dt_bias,
                           const TensorView& g, const TensorView& beta) = 0;
-  // For one sequence: the causal conv over its rows [rows, C] of x (bf16) continuing from its conv
-  // state, then the delta rule over the conv output with g/beta rows, recurrent state in place.
-  // qkv_out [rows, C] bf16 receives the conv output; core_out [rows, Hv*dv] bf16 the rule's output.
-  // Split per sequence (and per token range, for snapshots inside a step) so the state can be read
-  // between calls; the recurrent form gives the same bits however a sequence's tokens are split.
-  virtual void gdn_sequence(const GdnDims& dims, const TensorView& conv_weight, const GdnSeqDesc& seq,
-                            const TensorView& x, const TensorView& g, const TensorView& beta,
-                            const TensorView& qkv_out, const TensorView& core_out) = 0;
+  // For each sequence of `seqs`: the causal conv over its rows [rows, C] of x (bf16) continuing from
+  // its conv state, then the delta rule over the conv output with g/beta rows, recurrent state in
+  // place. qkv_out [rows, C] bf16 receives the conv output; core_out [rows, Hv*dv] bf16 the rule's
+  // output. The sequences are independent: two descs (with rows) must not share a state or a row
+  // (checked), and every sequence gets the bits it would get alone. One call per layer runs the
+  // step's sequences together; the model splits a sequence's rows at snapshot points (one call per
+  // round of pieces) so the state can be read between calls: the recurrent form gives the same bits
+  // however a sequence's tokens are split.
+  virtual void gdn_sequences(const GdnDims& dims, const TensorView& conv_weight, std::span<const GdnSeqDesc> seqs,
+                             const TensorView& x, const TensorView& g, const TensorView& beta,
+                             const TensorView& qkv_out, const TensorView& core_out) = 0;
+  // One sequence: gdn_sequences with one desc.
+  void gdn_sequence(const GdnDims& dims, const TensorView& conv_weight, const GdnSeqDesc& seq, const TensorView& x,
+                    const TensorView& g, const TensorView& beta, const TensorView& qkv_out,
+                    const TensorView& core_out) {
+    gdn_sequences(dims, conv_weight, std::span<const GdnSeqDesc>(&seq, 1), x, g, beta, qkv_out, core_out);
+  }
   // x [T, H] bf16 -> out [T, H] bf16 through the sparse MoE block (moe.h's numerics).
   virtual void moe(const TensorView& x, const MoeHandle& moe, const TensorView& out) = 0;
   // GDN state of every layer: dst = src, or zero (conv and recurrent, dims' sizes).

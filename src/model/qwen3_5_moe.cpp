@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace fp4serve::model {
 namespace {
@@ -249,25 +250,53 @@ void Qwen35MoeModel::gated_deltanet(const LayerWeights& layer, size_t gdn_index,
   const TensorView gate = first(ws.gdn_g, T), beta = first(ws.gdn_beta, T);
   be.gdn_gating(outs[3].out, outs[2].out, g.a_log, g.dt_bias, gate, beta);
   const TensorView qkv = first(ws.gdn_qkv, T), core = first(ws.gdn_core, T);
-  for (size_t s = 0; s < step.size(); ++s) {
-    const int64_t r0 = ws.offsets[s], n = ws.offsets[s + 1] - r0;
-    if (n == 0) continue;
-    kernels::GdnSeqDesc desc;
-    desc.state = step[s].gdn[gdn_index];
-    // Run the recurrence piecewise so the state can be copied out at each snapshot point; the
-    // recurrent form gives the same bits however the tokens are split.
-    int64_t done = 0;
-    auto run = [&](int64_t upto) {
-      if (upto <= done) return;
-      desc.seq = {r0 + done, upto - done, step[s].pos0 + done};
-      be.gdn_sequence(d, g.conv_weight, desc, qkv_raw, gate, beta, qkv, core);
-      done = upto;
-    };
-    for (const StateCopyPoint& p : step[s].copies) {
-      run(p.after_tokens);
-      be.state_copy(p.dst.subspan(gdn_index, 1), std::span<const GdnStateRef>(&desc.state, 1), d);
+  // Every sequence's rows run in one call per round: round r takes each sequence's r-th piece, its
+  // rows split at its snapshot points, and is followed by the state copies of the points it reached
+  // (most steps have no points: one round). A sequence sees the same runs and copies in the same
+  // order as alone, and the recurrent form gives the same bits however its tokens are split.
+  struct Cursor {
+    int64_t done = 0;   // rows of the sequence already run
+    size_t point = 0;   // its next copy point
+  };
+  std::vector<Cursor> cur(step.size());
+  // A sequence whose state an earlier one of the step has (the runner's padding shares one scratch
+  // slot) runs no rows: its desc stays, without rows, so the calls hold as many descs either way.
+  std::vector<std::pair<const float*, size_t>> by_state;
+  by_state.reserve(step.size());
+  for (size_t s = 0; s < step.size(); ++s)
+    if (ws.offsets[s + 1] > ws.offsets[s]) by_state.emplace_back(step[s].gdn[gdn_index].ssm, s);
+  std::sort(by_state.begin(), by_state.end());
+  std::vector<char> shared(step.size(), 0);
+  for (size_t i = 1; i < by_state.size(); ++i)
+    if (by_state[i].first == by_state[i - 1].first) shared[by_state[i].second] = 1;
+  std::vector<kernels::GdnSeqDesc> descs;
+  std::vector<GdnStateRef> copy_dst, copy_src;
+  descs.reserve(step.size());
+  for (bool more = true; more;) {
+    more = false;
+    descs.clear();
+    copy_dst.clear();
+    copy_src.clear();
+    for (size_t s = 0; s < step.size(); ++s) {
+      const int64_t r0 = ws.offsets[s], n = ws.offsets[s + 1] - r0;
+      Cursor& c = cur[s];
+      if (n == 0 || (c.done >= n && c.point >= step[s].copies.size())) continue;
+      const GdnStateRef state = step[s].gdn[gdn_index];
+      const bool at_point = c.point < step[s].copies.size();
+      const int64_t upto = at_point ? step[s].copies[c.point].after_tokens : n;
+      if (upto > c.done) {
+        descs.push_back({{r0 + c.done, shared[s] ? 0 : upto - c.done, step[s].pos0 + c.done}, state});
+        c.done = upto;
+      }
+      if (at_point) {
+        copy_dst.push_back(step[s].copies[c.point].dst[gdn_index]);
+        copy_src.push_back(state);
+        ++c.point;
+      }
+      more = more || c.done < n || c.point < step[s].copies.size();
     }
-    run(n);
+    if (!descs.empty()) be.gdn_sequences(d, g.conv_weight, descs, qkv_raw, gate, beta, qkv, core);
+    if (!copy_dst.empty()) be.state_copy(copy_dst, copy_src, d);
   }
   const TensorView normed = first(ws.gdn_normed, T);
   const int64_t Hv = d.Hv;

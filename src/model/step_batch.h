@@ -39,6 +39,8 @@ struct BatchSequence {
   std::span<const int32_t> tokens;        // new tokens, at positions pos0 ...
   int64_t pos0 = 0;
   std::span<const GdnStateRef> gdn;       // per GDN layer, in layer order
+  // (Sequences sharing a GDN state -- the step-graph padding's scratch slot -- run their GDN rows
+  // only in the first of them; the others' GDN output rows are unspecified.)
   std::span<const kernels::KvView> kv;    // per attention layer; must cover pos0 + tokens.size() rows
   std::span<const StateCopyPoint> copies; // ascending after_tokens
   // Logit rows: none (a prefill chunk short of the prompt's end), the last token, every token, or

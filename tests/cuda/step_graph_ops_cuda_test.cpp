@@ -1,5 +1,5 @@
 // The ops whose per-step data changes in a decode step (kv_write and attention over paged KV,
-// gdn_sequence over state slots), each captured alone into a step graph and replayed with other
+// gdn_sequences over state slots), each captured alone into a step graph and replayed with other
 // positions, block tables and slots: the replay's results equal the eager op's bit for bit. A
 // failure here names the op that is not graph-safe before the model-level test
 // (graphs/step_graph_cuda_test.cpp, which needs the full build) would. Label gpu (cuda_tests).
@@ -252,8 +252,8 @@ TEST(CudaOpGraphs, GdnSequenceReplayOnOtherSlotsEqualsEager) {
   const int64_t C = d.conv_dim(), S = 2;
   const auto conv_elems = static_cast<std::size_t>(d.conv_state_elems());
   const auto ssm_elems = static_cast<std::size_t>(d.state_elems());
-  // Slots 0..3 eager, 4..7 replayed (the same initial values pairwise); slot 8 the capture's dummy.
-  constexpr int kSlots = 9;
+  // Slots 0..3 eager, 4..7 replayed (the same initial values pairwise); slots 8, 9 the capture's dummies.
+  constexpr int kSlots = 10;
   DeviceBuffer conv = b->allocate(kSlots * conv_elems * 2, "conv"), ssm = b->allocate(kSlots * ssm_elems * 4, "ssm");
   auto slot = [&](int i) {
     return GdnStateRef{static_cast<uint16_t*>(conv.data()) + i * conv_elems, static_cast<float*>(ssm.data()) + i * ssm_elems};
@@ -277,10 +277,11 @@ TEST(CudaOpGraphs, GdnSequenceReplayOnOtherSlotsEqualsEager) {
 
   GdnStateRef state[S];
   int64_t pos[S] = {0, 0};
-  auto forward = [&] {
-    for (int s = 0; s < S; ++s) b->gdn_sequence(d, w, GdnSeqDesc{{s, 1, pos[s]}, state[s]}, x, g, beta, qkv, core);
+  auto forward = [&] {  // one call for both sequences, as the model makes it
+    const GdnSeqDesc descs[S] = {{{0, 1, pos[0]}, state[0]}, {{1, 1, pos[1]}, state[1]}};
+    b->gdn_sequences(d, w, descs, x, g, beta, qkv, core);
   };
-  state[0] = state[1] = slot(8);
+  state[0] = slot(8), state[1] = slot(9);  // captured with scratch slots (distinct: one call)
   auto graph = b->capture_step(forward);
   ASSERT_NE(graph, nullptr);
   const int pairs[][2] = {{0, 1}, {2, 3}, {1, 0}};

@@ -1,5 +1,7 @@
 #include "kernels/cpu/cpu_backend.h"
 
+#include "kernels/gdn_seqs.h"
+
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include "kernels/cpu/norm_cpu.h"
 #include "kernels/cpu/attention_cpu.h"
 #include "kernels/cpu/gdn_cpu.h"
+#include "kernels/gdn_seqs.h"
 #include "kernels/cpu/moe_cpu.h"
 #include "kernels/cpu/rope_cpu.h"
 #include "kernels/cpu/activation_cpu.h"
@@ -100,6 +103,7 @@ void CpuBackend::reserve(const StepLimits& l, const ModelShape& m) {
   raise(Scratch::kGdnOut, T * static_cast<std::size_t>(m.gdn_head_v_dim) * 4);
   raise(Scratch::kGdnDecay, T * 4);
   raise(Scratch::kGdnBeta, T * 4);
+  raise(Scratch::kGdnFirst, (static_cast<std::size_t>(l.max_seqs) + 1) * sizeof(int64_t));
   const auto I = static_cast<std::size_t>(m.moe_intermediate), Is = static_cast<std::size_t>(m.shared_intermediate);
   raise(Scratch::kMoeXf, T * H * 4);
   raise(Scratch::kMoeLogits, T * E * 4);
@@ -407,9 +411,9 @@ void CpuBackend::gdn_gating(const TensorView& a, const TensorView& b, const Tens
                       static_cast<int>(Hv), g.as<float>(), beta.as<float>());
 }
 
-void CpuBackend::gdn_sequence(const GdnDims& d, const TensorView& conv_weight, const GdnSeqDesc& s,
-                              const TensorView& x, const TensorView& g, const TensorView& beta,
-                              const TensorView& qkv_out, const TensorView& core_out) {
+void CpuBackend::gdn_sequences(const GdnDims& d, const TensorView& conv_weight, std::span<const GdnSeqDesc> seqs,
+                               const TensorView& x, const TensorView& g, const TensorView& beta,
+                               const TensorView& qkv_out, const TensorView& core_out) {
   const int64_t C = d.conv_dim(), Vd = d.value_dim();
   expect_view(conv_weight, DType::kBF16, {C, d.conv_kernel}, "gdn conv weight");
   expect_view(x, DType::kBF16, {-1, C}, "gdn x");
@@ -417,14 +421,22 @@ void CpuBackend::gdn_sequence(const GdnDims& d, const TensorView& conv_weight, c
   expect_view(core_out, DType::kBF16, {x.dim(0), Vd}, "gdn core out");
   expect_view(g, DType::kF32, {x.dim(0), d.Hv}, "gdn g");
   expect_view(beta, DType::kF32, {x.dim(0), d.Hv}, "gdn beta");
-  expect_contiguous({&conv_weight, &x, &g, &beta, &qkv_out, &core_out}, "gdn_sequence");
-  if (s.seq.rows == 0) return;
-  check_rows(x, s.seq.row0 + s.seq.rows, "gdn_sequence");
-  const int64_t r = s.seq.row0, m = s.seq.rows;
-  gdn_conv1d(x.as<const uint16_t>() + r * C, m, C, conv_weight.as<const uint16_t>(), d.conv_kernel, s.state.conv,
-             qkv_out.as<uint16_t>() + r * C, isa_);
-  gdn_recurrent(qkv_out.as<const uint16_t>() + r * C, m, d, g.as<const float>() + r * d.Hv,
-                beta.as<const float>() + r * d.Hv, s.state.ssm, core_out.as<uint16_t>() + r * Vd, isa_);
+  expect_contiguous({&conv_weight, &x, &g, &beta, &qkv_out, &core_out}, "gdn_sequences");
+  check_gdn_seqs(seqs, x.dim(0), d.conv_kernel, "gdn_sequences");
+  if (d.Hk <= 0 || d.Hv % d.Hk != 0) throw std::invalid_argument("gdn_sequences: Hv must be a multiple of Hk");
+  // The descs with rows, as the kernels see them (a handful of pointers per sequence).
+  std::vector<GdnRows> rows;
+  rows.reserve(seqs.size());
+  for (const GdnSeqDesc& s : seqs) {
+    if (s.seq.rows == 0) continue;
+    const int64_t r = s.seq.row0;
+    rows.push_back({x.as<const uint16_t>() + r * C, s.seq.rows, s.state.conv, s.state.ssm,
+                    qkv_out.as<uint16_t>() + r * C, g.as<const float>() + r * d.Hv, beta.as<const float>() + r * d.Hv,
+                    core_out.as<uint16_t>() + r * Vd});
+  }
+  if (rows.empty()) return;
+  gdn_conv1d_seqs(rows, C, conv_weight.as<const uint16_t>(), d.conv_kernel, isa_);
+  gdn_recurrent_seqs(rows, d, isa_);
 }
 
 void CpuBackend::moe(const TensorView& x, const MoeHandle& moe, const TensorView& out) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/gdn.h"
 
@@ -37,5 +38,24 @@ void gdn_gating(const float* a, const float* b, const float* A_log, const float*
 // updated in place; out: [T, Hv*dv] bf16. Work is split over v heads only.
 void gdn_recurrent(const uint16_t* qkv, int64_t T, const GdnDims& dims, const float* g, const float* beta,
                    float* state, uint16_t* out, Isa isa = cpu::active_isa());
+
+// One sequence's rows of a batched call (the _seqs functions below): its T rows of x (raw
+// in_proj_qkv output), qkv (conv output), g, beta and out, each [T, width] contiguous, and its state.
+struct GdnRows {
+  const uint16_t* x;
+  int64_t T;
+  uint16_t* conv_state;
+  float* ssm;
+  uint16_t* qkv;
+  const float* g;
+  const float* beta;
+  uint16_t* out;
+};
+
+// gdn_conv1d and gdn_recurrent for several sequences at once (distinct states): one parallel
+// region over (sequence x channel block), resp. (sequence x v head), so a batch of short sequences
+// (decode) keeps every thread busy. Each sequence gets the bits the single-sequence call gives.
+void gdn_conv1d_seqs(std::span<const GdnRows> seqs, int64_t C, const uint16_t* w, int Kc, Isa isa = cpu::active_isa());
+void gdn_recurrent_seqs(std::span<const GdnRows> seqs, const GdnDims& dims, Isa isa = cpu::active_isa());
 
 }  // namespace fp4serve::kernels

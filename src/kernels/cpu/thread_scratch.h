@@ -26,7 +26,7 @@ enum class Scratch : uint8_t {
   kRope,
   kAttnSeqs, kAttnItems, kAttnQ, kAttnK, kAttnV, kAttnAcc, kAttnScores, kAttnSums,
   kConvWeights, kConvRing, kConvPre,
-  kGdnQ, kGdnK, kGdnV, kGdnOut, kGdnDecay, kGdnBeta, kGdnStep,
+  kGdnQ, kGdnK, kGdnV, kGdnOut, kGdnDecay, kGdnBeta, kGdnStep, kGdnFirst,
   kMoeIdx, kMoeOffsets, kMoeToken, kMoeSlot, kMoeFill, kMoeRowOf, kMoeJobs, kMoeSlots, kMoeAcc, kMoeProbs,
   kMoeOrder, kMoeXf, kMoeLogits, kMoeRw, kMoeXg, kMoeG, kMoeU, kMoeSg, kMoeSu, kMoeSgate, kMoeD, kMoeSd,
   kCount

@@ -336,11 +336,11 @@ void CudaBackend::gdn_gating(const TensorView& a, const TensorView& b, const Ten
   expect_cuda({&a, &b, &A_log, &dt_bias, &g, &beta}, "gdn_gating");
   run_op("gdn_gating", [&] { cuda::gdn_gating(*ctx_, a, b, A_log, dt_bias, g, beta); });
 }
-void CudaBackend::gdn_sequence(const GdnDims& dims, const TensorView& conv_weight, const GdnSeqDesc& seq,
-                               const TensorView& x, const TensorView& g, const TensorView& beta,
-                               const TensorView& qkv_out, const TensorView& core_out) {
-  expect_cuda({&conv_weight, &x, &g, &beta, &qkv_out, &core_out}, "gdn_sequence");
-  run_op("gdn_sequence", [&] { cuda::gdn_sequence(*ctx_, dims, conv_weight, seq, x, g, beta, qkv_out, core_out); });
+void CudaBackend::gdn_sequences(const GdnDims& dims, const TensorView& conv_weight, std::span<const GdnSeqDesc> seqs,
+                                const TensorView& x, const TensorView& g, const TensorView& beta,
+                                const TensorView& qkv_out, const TensorView& core_out) {
+  expect_cuda({&conv_weight, &x, &g, &beta, &qkv_out, &core_out}, "gdn_sequences");
+  run_op("gdn_sequences", [&] { cuda::gdn_sequences(*ctx_, dims, conv_weight, seqs, x, g, beta, qkv_out, core_out); });
 }
 void CudaBackend::moe(const TensorView& x, const MoeHandle& moe, const TensorView& out) {
   expect_cuda({&x, &out}, "moe");

@@ -79,9 +79,9 @@ class CudaBackend final : public Backend {
                  const TensorView& out, AttentionMath math) override;
   void gdn_gating(const TensorView& a, const TensorView& b, const TensorView& A_log, const TensorView& dt_bias,
                   const TensorView& g, const TensorView& beta) override;
-  void gdn_sequence(const GdnDims& dims, const TensorView& conv_weight, const GdnSeqDesc& seq, const TensorView& x,
-                    const TensorView& g, const TensorView& beta, const TensorView& qkv_out,
-                    const TensorView& core_out) override;
+  void gdn_sequences(const GdnDims& dims, const TensorView& conv_weight, std::span<const GdnSeqDesc> seqs,
+                     const TensorView& x, const TensorView& g, const TensorView& beta, const TensorView& qkv_out,
+                     const TensorView& core_out) override;
   void moe(const TensorView& x, const MoeHandle& moe, const TensorView& out) override;
   void state_copy(std::span<const GdnStateRef> dst, std::span<const GdnStateRef> src, const GdnDims& dims) override;
   void state_zero(std::span<const GdnStateRef> dst, const GdnDims& dims) override;

@@ -1,13 +1,16 @@
-// Gated DeltaNet on CUDA: the gating, and per sequence the causal conv1d, the conv-state shift, the
+// Gated DeltaNet on CUDA: the gating, and for a call's sequences at once the causal conv1d, the conv-state shift, the
 // l2norm factors and the recurrent delta rule (gdn_plan.h lays out the launches). Every kernel
 // here repeats the CPU op's operation sequence (cpu/gdn_cpu.cpp, kernels_scalar.cpp's gdn_step), so
 // the results are the CPU's bits, and a sequence's rows give the same bits however they are split
 // (the opt-in chunked rule, gdn_chunked.cu, excepted).
 #include "kernels/cuda/gdn_cuda.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "kernels/gdn_seqs.h"
 #include "kernels/cuda/cuda_error.h"
 #include "kernels/cuda/cuda_limits.h"
 #include "kernels/cuda/gdn_chunked.h"
@@ -25,56 +28,53 @@ __global__ void gdn_gating_kernel(const GatingArgs p) {
   if (n < p.T * p.Hv) gating_element(p, n);
 }
 
-// The sequence's state pointers come from staged memory (`st`, one upload per call), not from the
-// by-value arguments: a step graph replays these launches for whichever state slot the step has.
-__global__ void gdn_conv_kernel(const ConvArgs args, const GdnStateRef* __restrict__ st) {
-  ConvArgs p = args;
-  p.state = st->conv;
-  const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (n < p.rows * p.C) conv_element(p, n);
+// The call's sequences (descs, and which sequence each step row belongs to) come from staged
+// memory (one upload per call), not from the by-value arguments or the grid: a step graph replays
+// these launches for whichever rows and state slots the step has.
+__global__ void gdn_conv_kernel(const ConvArgs args, const GdnSeqDev* __restrict__ seqs,
+                                const int32_t* __restrict__ row_seq) {
+  conv_thread(args, seqs, row_seq, blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
 }
 
-// Blocks [0, state_blocks): the conv-state shift, a thread per channel; the next norm_blocks: the
-// l2norm factors, a thread per (row, q|k, k head); the rest: the decays, a thread per (row, v head).
-// After gdn_conv_kernel on the stream: the shift must follow every read of the old state, and the
-// factors read the conv output.
-__global__ void gdn_prep_kernel(const ConvArgs args, const GdnStateRef* __restrict__ st, unsigned state_blocks,
+// Blocks [0, state_blocks): the conv-state shift, a thread per (sequence, channel); the next
+// norm_blocks: the l2norm factors, a thread per (row, q|k, k head); the rest: the decays, a thread
+// per (row, v head). After gdn_conv_kernel on the stream: the shift must follow every read of the
+// old state, and the factors read the conv output.
+__global__ void gdn_prep_kernel(const ConvArgs args, const GdnSeqDev* __restrict__ seqs,
+                                const int32_t* __restrict__ row_seq, int64_t nseqs, unsigned state_blocks,
                                 unsigned norm_blocks) {
-  ConvArgs p = args;
-  p.state = st->conv;
   if (blockIdx.x < state_blocks) {
-    const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-    if (c < p.C) state_shift(p, c);
+    shift_thread(args, seqs, nseqs, blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x);
     return;
   }
   if (blockIdx.x < state_blocks + norm_blocks) {
-    const int64_t n = (blockIdx.x - state_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-    if (n < p.rows * 2 * p.Hk) l2norm_factor(p, n);
+    norm_thread(args, seqs, row_seq, (blockIdx.x - state_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x);
     return;
   }
-  const int64_t n = (blockIdx.x - state_blocks - norm_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (n < p.rows * p.Hv) decay_factor(p, n);
+  decay_thread(args, seqs, row_seq,
+               (blockIdx.x - state_blocks - norm_blocks) * static_cast<int64_t>(blockDim.x) + threadIdx.x);
 }
 
-// Block (v head, column tile), one warp: lane owns one column of S[h] in the block's shared S
-// tile (only its own column, so S needs no synchronization). kDk = kGdnUnrolledDk fixes dk at
-// compile time, so the sweeps unroll fully and the column's loads can all be in flight at once
-// (decode is a load, two sweeps and a store of S); kDk = 0 takes any dk. q, k of a token are
+// Block (sequence x v head, column tile), one warp: lane owns one column of S[h] in the block's
+// shared S tile (only its own column, so S needs no synchronization). kDk = kGdnUnrolledDk fixes
+// dk at compile time, so the sweeps unroll fully and the column's loads can all be in flight at
+// once (decode is a load, two sweeps and a store of S); kDk = 0 takes any dk. q, k of a token are
 // staged in one of two shared buffers for all lanes: token t+1's while token t's is read
 // (rule_update fuses t's second sweep with t+1's first). Per token: stage t+1, synchronize,
 // update t, synchronize (t's buffer is restaged with t+2 next). Token data is loaded two tokens
-// ahead. Every lane, in range or not, reaches every __syncthreads (the loop bounds and `next` are
-// the same for the whole block).
+// ahead. Every lane, in range or not, reaches every __syncthreads (the early return, the loop
+// bounds and `next` are the same for the whole block).
 template <int kDk>
-__global__ void __launch_bounds__(kRuleCols) gdn_rule_kernel(const RuleArgs args, const GdnStateRef* __restrict__ st) {
-  extern __shared__ float smem[];
-  RuleArgs a = args;
-  a.S = st->ssm;  // the S tile [dk][kRuleCols], then q0, q1, k0, k1 [dk] each
+__global__ void __launch_bounds__(kRuleCols) gdn_rule_kernel(const RuleArgs args, const GdnSeqDev* __restrict__ seqs) {
+  extern __shared__ float smem[];  // the S tile [dk][kRuleCols], then q0, q1, k0, k1 [dk] each
+  const GdnSeqDev s = seqs[blockIdx.x / args.Hv];
+  if (s.rows == 0 || s.chunked) return;  // no rows, or the chunked rule's: the whole block returns
+  const RuleArgs a = rule_for(args, s);
   const int dk = rule_dk<kDk>(a);
   float* qk = smem + dk * kRuleCols;
   auto qs = [&](int b) { return qk + dk * b; };
   auto ks = [&](int b) { return qk + dk * (2 + b); };
-  const RuleLane l = rule_lane(a, static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y),
+  const RuleLane l = rule_lane(a, static_cast<int>(blockIdx.x % args.Hv), static_cast<int>(blockIdx.y),
                                static_cast<int>(threadIdx.x));
   float* col = smem + l.lane;
   rule_load_column<kDk>(a, l, col);
@@ -121,10 +121,10 @@ void gdn_gating(CudaContext& ctx, const TensorView& a, const TensorView& b, cons
   check_launch("gdn_gating", a, b, g, beta);
 }
 
-void gdn_sequence(CudaContext& ctx, const GdnDims& d, const TensorView& conv_weight, const GdnSeqDesc& seq,
-                  const TensorView& x, const TensorView& g, const TensorView& beta, const TensorView& qkv_out,
-                  const TensorView& core_out) {
-  gdn_check_dims(d, "gdn_sequence");
+void gdn_sequences(CudaContext& ctx, const GdnDims& d, const TensorView& conv_weight, std::span<const GdnSeqDesc> seqs,
+                   const TensorView& x, const TensorView& g, const TensorView& beta, const TensorView& qkv_out,
+                   const TensorView& core_out) {
+  gdn_check_dims(d, "gdn_sequences");
   const int64_t C = d.conv_dim(), Vd = d.value_dim();
   expect_view(conv_weight, DType::kBF16, {C, d.conv_kernel}, "gdn conv weight");
   expect_view(x, DType::kBF16, {-1, C}, "gdn x");
@@ -132,59 +132,62 @@ void gdn_sequence(CudaContext& ctx, const GdnDims& d, const TensorView& conv_wei
   expect_view(core_out, DType::kBF16, {x.dim(0), Vd}, "gdn core out");
   expect_view(g, DType::kF32, {x.dim(0), d.Hv}, "gdn g");
   expect_view(beta, DType::kF32, {x.dim(0), d.Hv}, "gdn beta");
-  if (!conv_weight.is_contiguous()) throw std::invalid_argument("gdn_sequence: the conv weight must be contiguous");
+  if (!conv_weight.is_contiguous()) throw std::invalid_argument("gdn_sequences: the conv weight must be contiguous");
   const int64_t ldx = gdn_row_stride(x, "gdn x"), ldq = gdn_row_stride(qkv_out, "gdn qkv out");
   const int64_t ldo = gdn_row_stride(core_out, "gdn core out");
   const int64_t ldg = gdn_row_stride(g, "gdn g"), ldb = gdn_row_stride(beta, "gdn beta");
-  const int64_t r0 = seq.seq.row0, rows = seq.seq.rows;
-  if (rows == 0) return;
-  if (r0 < 0 || rows < 0 || r0 + rows > x.dim(0)) throw std::invalid_argument("gdn_sequence: fewer rows than the step");
-  if (seq.state.ssm == nullptr || (d.conv_kernel > 1 && seq.state.conv == nullptr))
-    throw std::invalid_argument("gdn_sequence: the sequence has no state");
+  check_gdn_seqs(seqs, x.dim(0), d.conv_kernel, "gdn_sequences");
   // The conv reads raw inputs of earlier rows while writing the output rows: they must not share memory.
-  if (x.data == qkv_out.data) throw std::invalid_argument("gdn_sequence: x and qkv_out must be different buffers");
+  if (x.data == qkv_out.data) throw std::invalid_argument("gdn_sequences: x and qkv_out must be different buffers");
+  const int64_t T = x.dim(0), N = static_cast<int64_t>(seqs.size());
+  // Launched whatever the descs' rows (a desc without rows does nothing): the launches depend only
+  // on N and T, as a captured step needs.
+  if (N == 0 || T == 0) return;
 
-  const GdnLaunch p = gdn_plan(d, rows, gdn_chunked_opt_in());
+  const GdnLaunch p = gdn_plan(d, N, T);
+  thread_local std::vector<std::byte> staged;
+  gdn_stage(d, seqs, T, gdn_chunked_opt_in(), ctx.info.smem_per_block_optin, staged);
+  const std::byte* dev = ctx.upload(std::span<const std::byte>(staged), "gdn_sequences descs");
+  const auto* seq_dev = reinterpret_cast<const GdnSeqDev*>(dev);
+  const auto* row_seq = reinterpret_cast<const int32_t*>(dev + N * sizeof(GdnSeqDev));
   float* inv = ctx.scratch.take_n<float>(static_cast<std::size_t>(p.inv_floats), "gdn l2norm factors");
   float* decay = ctx.scratch.take_n<float>(static_cast<std::size_t>(p.decay_floats), "gdn decays");
-  const uint16_t* xs = x.as<const uint16_t>() + r0 * ldx;
-  uint16_t* qkv = qkv_out.as<uint16_t>() + r0 * ldq;
-  const float* gs = g.as<const float>() + r0 * ldg;
-  // The state pointers travel in staged memory (the kernels' `st`), not in the arguments.
-  const ConvArgs cp{
-      xs, ldx, rows, C,    conv_weight.as<const uint16_t>(), d.conv_kernel, nullptr, qkv, ldq, d.Hk, d.dk, inv,
-      gs, ldg, d.Hv, decay};
-  const GdnStateRef* st = ctx.upload(std::span<const GdnStateRef>(&seq.state, 1), "gdn_sequence state");
+  // Step-wide arguments (row 0 of every tensor); the kernels narrow them to a sequence (conv_for).
+  const ConvArgs cp{x.as<const uint16_t>(), ldx, T, C, conv_weight.as<const uint16_t>(), d.conv_kernel, nullptr,
+                    qkv_out.as<uint16_t>(), ldq, d.Hk, d.dk, inv, g.as<const float>(), ldg, d.Hv, decay};
 
-  launch_kernel(ctx, "gdn_sequence conv", gdn_conv_kernel, p.conv_blocks, kGdnThreads, 0, cp, st);
-  check_launch("gdn_sequence conv", x, qkv_out);
-  launch_kernel(ctx, "gdn_sequence conv state, l2norm and decay", gdn_prep_kernel,
-                p.state_blocks + p.norm_blocks + p.decay_blocks, kGdnThreads, 0, cp, st, p.state_blocks, p.norm_blocks);
-  check_launch("gdn_sequence conv state, l2norm and decay", x, qkv_out, g);
+  launch_kernel(ctx, "gdn_sequences conv", gdn_conv_kernel, p.conv_blocks, kGdnThreads, 0, cp, seq_dev, row_seq);
+  check_launch("gdn_sequences conv", x, qkv_out);
+  launch_kernel(ctx, "gdn_sequences conv state, l2norm and decay", gdn_prep_kernel,
+                p.state_blocks + p.norm_blocks + p.decay_blocks, kGdnThreads, 0, cp, seq_dev, row_seq, N,
+                p.state_blocks, p.norm_blocks);
+  check_launch("gdn_sequences conv state, l2norm and decay", x, qkv_out, g);
 
   RuleArgs ra{};
-  ra.qkv = qkv, ra.ldq = ldq;
-  ra.g = gs, ra.ldg = ldg;
+  ra.qkv = qkv_out.as<const uint16_t>(), ra.ldq = ldq;
+  ra.g = g.as<const float>(), ra.ldg = ldg;
   ra.decay = decay;
-  ra.beta = beta.as<const float>() + r0 * ldb, ra.ldb = ldb;
+  ra.beta = beta.as<const float>(), ra.ldb = ldb;
   ra.inv = inv;
-  ra.S = nullptr;  // the recurrent rule reads st->ssm
-  ra.out = core_out.as<uint16_t>() + r0 * ldo, ra.ldo = ldo;
-  ra.rows = rows;
+  ra.S = nullptr;  // each block's sequence's state, from the staged descs
+  ra.out = core_out.as<uint16_t>(), ra.ldo = ldo;
+  ra.rows = T;
   ra.Hk = d.Hk, ra.Hv = d.Hv, ra.dk = d.dk, ra.dv = d.dv;
   ra.qscale = p.qscale;
-  if (p.chunked && p.chunk_smem <= ctx.info.smem_per_block_optin) {
-    ra.S = seq.state.ssm;  // prefill only (>= kGdnChunk rows): never part of a pure-decode graph
-    launch_gdn_chunked(ctx, ra, p.rule_heads, p.rule_tiles, p.chunk_smem);
-    return;
-  }
   const dim3 grid(p.rule_heads, p.rule_tiles);
   if (p.rule_unrolled)
-    launch_kernel(ctx, "gdn_sequence delta rule", gdn_rule_kernel<kGdnUnrolledDk>, grid, kRuleCols, p.rule_smem, ra,
-                  st);
+    launch_kernel(ctx, "gdn_sequences delta rule", gdn_rule_kernel<kGdnUnrolledDk>, grid, kRuleCols, p.rule_smem,
+                  ra, seq_dev);
   else
-    launch_kernel(ctx, "gdn_sequence delta rule", gdn_rule_kernel<0>, grid, kRuleCols, p.rule_smem, ra, st);
-  check_launch("gdn_sequence delta rule", qkv_out, core_out, std::string("dk ") + std::to_string(d.dk));
+    launch_kernel(ctx, "gdn_sequences delta rule", gdn_rule_kernel<0>, grid, kRuleCols, p.rule_smem, ra, seq_dev);
+  check_launch("gdn_sequences delta rule", qkv_out, core_out, std::string("dk ") + std::to_string(d.dk));
+  // The opt-in chunked rule: a launch per sequence it takes (prefills of at least kGdnChunk rows,
+  // never part of a pure-decode graph), whose blocks the recurrent launch above skipped.
+  for (int64_t i = 0; i < N; ++i) {
+    GdnSeqDev s;
+    std::memcpy(&s, staged.data() + i * sizeof(GdnSeqDev), sizeof s);
+    if (s.chunked) launch_gdn_chunked(ctx, rule_for(ra, s), static_cast<unsigned>(d.Hv), p.rule_tiles, p.chunk_smem);
+  }
 }
 
 }  // namespace fp4serve::kernels::cuda

@@ -20,8 +20,8 @@ namespace fp4serve::kernels::cuda {
 // Throws std::invalid_argument for views or dimensions the kernels cannot take (gdn_plan.h).
 void gdn_gating(CudaContext& ctx, const TensorView& a, const TensorView& b, const TensorView& A_log,
                 const TensorView& dt_bias, const TensorView& g, const TensorView& beta);
-void gdn_sequence(CudaContext& ctx, const GdnDims& dims, const TensorView& conv_weight, const GdnSeqDesc& seq,
-                  const TensorView& x, const TensorView& g, const TensorView& beta, const TensorView& qkv_out,
-                  const TensorView& core_out);
+void gdn_sequences(CudaContext& ctx, const GdnDims& dims, const TensorView& conv_weight,
+                   std::span<const GdnSeqDesc> seqs, const TensorView& x, const TensorView& g, const TensorView& beta,
+                   const TensorView& qkv_out, const TensorView& core_out);
 
 }  // namespace fp4serve::kernels::cuda

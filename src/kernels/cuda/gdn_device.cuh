@@ -111,6 +111,52 @@ GDN_HD void decay_factor(const ConvArgs& p, int64_t n) {
   p.decay[n] = exp_f32(p.g[(n / p.Hv) * p.ldg + n % p.Hv]);
 }
 
+// ---- one call's sequences: the staged descs and row map (gdn_plan.h's gdn_stage) ------------------
+// The step-wide arguments (`b`: x, qkv_out, g and the scratch from row 0, rows = the step's rows)
+// narrowed to sequence s: its first row, its rows, its conv state.
+GDN_HD ConvArgs conv_for(const ConvArgs& b, const GdnSeqDev& s) {
+  ConvArgs p = b;
+  p.x = b.x + s.row0 * b.ldx;
+  p.rows = s.rows;
+  p.state = s.state.conv;
+  p.out = b.out + s.row0 * b.ldo;
+  p.inv = b.inv + s.row0 * 2 * b.Hk;
+  p.g = b.g + s.row0 * b.ldg;
+  p.decay = b.decay + s.row0 * b.Hv;
+  return p;
+}
+
+// The conv kernel's thread n = (step row r, channel c); rows of no sequence do nothing.
+GDN_HD void conv_thread(const ConvArgs& b, const GdnSeqDev* seqs, const int32_t* row_seq, int64_t n) {
+  if (n >= b.rows * b.C) return;
+  const int32_t i = row_seq[n / b.C];
+  if (i < 0) return;
+  conv_element(conv_for(b, seqs[i]), n - seqs[i].row0 * b.C);
+}
+
+// The prep kernel's state threads: n = (sequence i, channel c).
+GDN_HD void shift_thread(const ConvArgs& b, const GdnSeqDev* seqs, int64_t nseqs, int64_t n) {
+  if (n >= nseqs * b.C) return;
+  const GdnSeqDev& s = seqs[n / b.C];
+  if (s.rows > 0) state_shift(conv_for(b, s), n % b.C);
+}
+
+// The prep kernel's l2norm threads: n = (step row, q|k, k head).
+GDN_HD void norm_thread(const ConvArgs& b, const GdnSeqDev* seqs, const int32_t* row_seq, int64_t n) {
+  if (n >= b.rows * 2 * b.Hk) return;
+  const int32_t i = row_seq[n / (2 * b.Hk)];
+  if (i < 0) return;
+  l2norm_factor(conv_for(b, seqs[i]), n - seqs[i].row0 * 2 * b.Hk);
+}
+
+// The prep kernel's decay threads: n = (step row, v head).
+GDN_HD void decay_thread(const ConvArgs& b, const GdnSeqDev* seqs, const int32_t* row_seq, int64_t n) {
+  if (n >= b.rows * b.Hv) return;
+  const int32_t i = row_seq[n / b.Hv];
+  if (i < 0) return;
+  decay_factor(conv_for(b, seqs[i]), n - seqs[i].row0 * b.Hv);
+}
+
 // ---- the delta rule: a block of kRuleCols lanes per (v head h, column tile) ------------------------
 
 struct RuleArgs {
@@ -129,6 +175,21 @@ struct RuleArgs {
   int Hk, Hv, dk, dv;
   float qscale;
 };
+
+// The step-wide rule arguments (`b`: every pointer at the step's row 0, S unset) narrowed to
+// sequence s: its rows and its recurrent state.
+GDN_HD RuleArgs rule_for(const RuleArgs& b, const GdnSeqDev& s) {
+  RuleArgs a = b;
+  a.qkv = b.qkv + s.row0 * b.ldq;
+  a.g = b.g + s.row0 * b.ldg;
+  a.decay = b.decay + s.row0 * b.Hv;
+  a.beta = b.beta + s.row0 * b.ldb;
+  a.inv = b.inv + s.row0 * 2 * b.Hk;
+  a.S = s.state.ssm;
+  a.out = b.out + s.row0 * b.ldo;
+  a.rows = s.rows;
+  return a;
+}
 
 inline constexpr int kPerLane = kGdnMaxDk / kWarpSize;  // q, k elements a lane stages per token
 

@@ -157,11 +157,11 @@ class GraphRecordingBackend : public kernels::Backend {
     record("gdn_gating", {a, b, A_log, dt_bias, g, beta});
     inner_->gdn_gating(a, b, A_log, dt_bias, g, beta);
   }
-  void gdn_sequence(const kernels::GdnDims& dims, const TensorView& conv_weight, const kernels::GdnSeqDesc& seq,
-                    const TensorView& x, const TensorView& g, const TensorView& beta, const TensorView& qkv_out,
-                    const TensorView& core_out) override {
-    record("gdn_sequence", {conv_weight, x, g, beta, qkv_out, core_out});
-    inner_->gdn_sequence(dims, conv_weight, seq, x, g, beta, qkv_out, core_out);
+  void gdn_sequences(const kernels::GdnDims& dims, const TensorView& conv_weight,
+                     std::span<const kernels::GdnSeqDesc> seqs, const TensorView& x, const TensorView& g,
+                     const TensorView& beta, const TensorView& qkv_out, const TensorView& core_out) override {
+    record("gdn_sequences", {conv_weight, x, g, beta, qkv_out, core_out}, {seqs.size()});
+    inner_->gdn_sequences(dims, conv_weight, seqs, x, g, beta, qkv_out, core_out);
   }
   void moe(const TensorView& x, const kernels::MoeHandle& m, const TensorView& out) override {
     record("moe", {x, out});

@@ -1,14 +1,16 @@
 // The backend op harness (backend_ops_harness.h) on the per-sequence ops: kv_write and attention
 // (bf16 and fp8 KV, contiguous and paged caches, both AttentionMath, GQA, prefill, decode and mixed
-// steps at several pos0) and gdn_sequence (several sequences, prefills split at several points),
+// steps at several pos0) and gdn_sequences (several sequences, prefills split at several points),
 // plus batch invariance on every backend: a sequence's rows computed with others, or alone, or a
 // token at a time, or its prefill split anywhere, give the same bits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
+#include <vector>
 
 #include "backend_ops_harness.h"
 #include "kernel_test_util.h"
@@ -238,8 +240,9 @@ GdnHost make_gdn_host(const GdnDims& d, const std::vector<int64_t>& rows, uint32
   return h;
 }
 
-// gdn_sequence for the sequences `seqs` of `h` (stacked in that order), each processed in pieces of
-// split[0], split[1], ... rows (the last piece takes the rest; empty split: one call each).
+// gdn_sequences for the sequences `seqs` of `h` (stacked in that order), each processed in pieces of
+// split[0], split[1], ... rows (the last piece takes the rest; empty split: one piece each), all
+// sequences' k-th pieces in one call.
 std::vector<Output> run_gdn(Backend& b, const GdnHost& h, const std::vector<int>& seqs,
                             const std::vector<int64_t>& split) {
   const GdnDims& d = h.d;
@@ -264,18 +267,25 @@ std::vector<Output> run_gdn(Backend& b, const GdnHost& h, const std::vector<int>
   DeviceTensor ssm = upload(b, DType::kF32, {S, d.state_elems()}, ssm0, "ssm states");
   DeviceTensor qkv = alloc(b, DType::kBF16, {T, C}, "qkv out");
   DeviceTensor core = alloc(b, DType::kBF16, {T, d.value_dim()}, "core out");
-  int64_t row0 = 0;
-  for (int64_t s = 0; s < S; ++s) {
-    const GdnStateRef state{conv.view.as<uint16_t>() + s * d.conv_state_elems(),
-                            ssm.view.as<float>() + s * d.state_elems()};
-    const int64_t n = h.rows[seqs[static_cast<std::size_t>(s)]];
-    for (int64_t done = 0, piece = 0; done < n; ++piece) {
+  // One gdn_sequences call per round: round k runs piece k of every sequence (the descs in reverse
+  // order of their rows; a sequence already done gives a desc without rows), as the model does.
+  std::vector<int64_t> first(S, 0), done(S, 0);
+  for (int64_t s = 1; s < S; ++s) first[s] = first[s - 1] + h.rows[seqs[static_cast<std::size_t>(s - 1)]];
+  for (int64_t piece = 0;; ++piece) {
+    std::vector<GdnSeqDesc> descs;
+    bool any = false;
+    for (int64_t s = S - 1; s >= 0; --s) {
+      const GdnStateRef state{conv.view.as<uint16_t>() + s * d.conv_state_elems(),
+                              ssm.view.as<float>() + s * d.state_elems()};
+      const int64_t n = h.rows[seqs[static_cast<std::size_t>(s)]];
       const bool last = piece >= static_cast<int64_t>(split.size());
-      const int64_t m = last ? n - done : std::min(split[static_cast<std::size_t>(piece)], n - done);
-      b.gdn_sequence(d, w, {{row0 + done, m, 100 + done}, state}, xd.view, gd.view, bd.view, qkv.view, core.view);
-      done += m;
+      const int64_t m = last ? n - done[s] : std::min(split[static_cast<std::size_t>(piece)], n - done[s]);
+      descs.push_back({{first[s] + done[s], m, 100 + done[s]}, state});
+      done[s] += m;
+      any = any || m > 0;
     }
-    row0 += n;
+    if (!any) break;
+    b.gdn_sequences(d, w, descs, xd.view, gd.view, bd.view, qkv.view, core.view);
   }
   return {download(b, qkv.view, "qkv out"), download(b, core.view, "core out"), download(b, conv.view, "conv state"),
           download(b, ssm.view, "ssm state")};
@@ -306,7 +316,7 @@ TEST(BackendOps, GdnSequence) {
     std::string rows, split;
     for (int64_t n : s.rows) rows += cat(rows.empty() ? "" : ",", n);
     for (int64_t n : s.split) split += cat(split.empty() ? "" : "+", n);
-    h.check({"gdn_sequence",
+    h.check({"gdn_sequences",
              cat("Hk=", s.d.Hk, " Hv=", s.d.Hv, " dk=", s.d.dk, " dv=", s.d.dv, " rows=", rows,
                  split.empty() ? std::string(" whole") : " split " + split + "+rest"),
              OpClass::kMath, kNmseExactMath, [=](Backend& b, uint32_t seed) {
@@ -323,22 +333,73 @@ TEST(BackendOps, GdnSequenceBatchAndSplitInvariance) {
   const GdnDims& d = host.d;
   for (Harness::Column& col : h.columns()) {
     Backend& b = *col.backend;
-    const std::vector<Output> batch = run_gdn(b, host, {0, 1, 2}, {});
-    for (int i = 0; i < 3; ++i)
-      for (const std::vector<int64_t>& split : {std::vector<int64_t>{}, {1}, {2, 1}, {1, 1, 1, 1, 1, 1}}) {
-        const std::vector<Output> alone = run_gdn(b, host, {i}, split);
-        const std::string what = cat(col.spec.name, " gdn sequence ", i, " alone, split in ", split.size() + 1,
-                                     " pieces, vs whole in the batch");
-        const std::size_t r0 = static_cast<std::size_t>(host.row0[i]), n = static_cast<std::size_t>(host.rows[i]);
-        const std::size_t sizes[] = {
-            static_cast<std::size_t>(d.conv_dim()) * 2, static_cast<std::size_t>(d.value_dim()) * 2,
-            static_cast<std::size_t>(d.conv_state_elems()) * 2, static_cast<std::size_t>(d.state_elems()) * 4};
-        bool ok = same_bytes(batch[0], r0 * sizes[0], alone[0], 0, n * sizes[0], what) &&
-                  same_bytes(batch[1], r0 * sizes[1], alone[1], 0, n * sizes[1], what) &&
-                  same_bytes(batch[2], i * sizes[2], alone[2], 0, sizes[2], what) &&
-                  same_bytes(batch[3], i * sizes[3], alone[3], 0, sizes[3], what);
-        if (!ok) return;
-      }
+    // The three sequences in one call, or in rounds of one piece each (a 1-row sequence done after
+    // the first round): either way each sequence's bits are those it gets alone, however split.
+    for (const std::vector<int64_t>& batch_split : {std::vector<int64_t>{}, {2, 1}}) {
+      const std::vector<Output> batch = run_gdn(b, host, {0, 1, 2}, batch_split);
+      for (int i = 0; i < 3; ++i)
+        for (const std::vector<int64_t>& split : {std::vector<int64_t>{}, {1}, {2, 1}, {1, 1, 1, 1, 1, 1}}) {
+          const std::vector<Output> alone = run_gdn(b, host, {i}, split);
+          const std::string what = cat(col.spec.name, " gdn sequence ", i, " alone, split in ", split.size() + 1,
+                                       " pieces, vs whole in the batch");
+          const std::size_t r0 = static_cast<std::size_t>(host.row0[i]), n = static_cast<std::size_t>(host.rows[i]);
+          const std::size_t sizes[] = {
+              static_cast<std::size_t>(d.conv_dim()) * 2, static_cast<std::size_t>(d.value_dim()) * 2,
+              static_cast<std::size_t>(d.conv_state_elems()) * 2, static_cast<std::size_t>(d.state_elems()) * 4};
+          bool ok = same_bytes(batch[0], r0 * sizes[0], alone[0], 0, n * sizes[0], what) &&
+                    same_bytes(batch[1], r0 * sizes[1], alone[1], 0, n * sizes[1], what) &&
+                    same_bytes(batch[2], i * sizes[2], alone[2], 0, sizes[2], what) &&
+                    same_bytes(batch[3], i * sizes[3], alone[3], 0, sizes[3], what);
+          if (!ok) return;
+        }
+    }
+  }
+}
+
+// gdn_sequences rejects descs that would race or reach outside the step (backend.h), on every
+// backend, before touching any state.
+TEST(BackendOps, GdnSequencesBadArgumentsThrowOnEveryBackend) {
+  Harness h;
+  const GdnHost host = make_gdn_host(gdn_dims(1, 2, 16, 16), {4}, 9);
+  const GdnDims& d = host.d;
+  const int64_t C = d.conv_dim(), T = 4;
+  for (Harness::Column& col : h.columns()) {
+    SCOPED_TRACE(col.spec.name);
+    Backend& b = *col.backend;
+    const TensorView w = prepared(b, DType::kBF16, {C, d.conv_kernel}, host.conv_w.data());
+    DeviceTensor xd = upload(b, DType::kBF16, {T, C}, host.x, "x");
+    DeviceTensor gd = upload(b, DType::kF32, {T, d.Hv}, host.g, "g");
+    DeviceTensor bd = upload(b, DType::kF32, {T, d.Hv}, host.beta, "beta");
+    std::vector<uint16_t> conv0(2 * d.conv_state_elems());
+    std::vector<float> ssm0(2 * d.state_elems());
+    for (std::size_t i = 0; i < conv0.size(); ++i) conv0[i] = host.conv0[i % host.conv0.size()];
+    for (std::size_t i = 0; i < ssm0.size(); ++i) ssm0[i] = host.ssm0[i % host.ssm0.size()];
+    DeviceTensor conv = upload(b, DType::kBF16, {2, d.conv_state_elems()}, conv0, "conv states");
+    DeviceTensor ssm = upload(b, DType::kF32, {2, d.state_elems()}, ssm0, "ssm states");
+    DeviceTensor qkv = alloc(b, DType::kBF16, {T, C}, "qkv out");
+    DeviceTensor core = alloc(b, DType::kBF16, {T, d.value_dim()}, "core out");
+    const GdnStateRef s0{conv.view.as<uint16_t>(), ssm.view.as<float>()};
+    const GdnStateRef s1{conv.view.as<uint16_t>() + d.conv_state_elems(), ssm.view.as<float>() + d.state_elems()};
+    auto run = [&](std::vector<GdnSeqDesc> descs) {
+      b.gdn_sequences(d, w, descs, xd.view, gd.view, bd.view, qkv.view, core.view);
+    };
+    EXPECT_THROW(run({{{0, 2, 0}, s0}, {{2, 2, 0}, s0}}), std::invalid_argument);  // a shared state
+    EXPECT_THROW(run({{{0, 3, 0}, s0}, {{2, 2, 0}, s1}}), std::invalid_argument);  // a shared row
+    EXPECT_THROW(run({{{3, 2, 0}, s0}}), std::invalid_argument);                   // past the step's rows
+    EXPECT_THROW(run({{{-1, 2, 0}, s0}}), std::invalid_argument);
+    EXPECT_THROW(run({{{0, -1, 0}, s0}}), std::invalid_argument);
+    EXPECT_THROW(run({{{0, 2, 0}, s0}, {{2, 1, 0}, GdnStateRef{}}}), std::invalid_argument);  // no state
+    DeviceTensor short_g = alloc(b, DType::kF32, {T - 1, d.Hv}, "short g");
+    const GdnSeqDesc one{{0, 1, 0}, s0};
+    EXPECT_THROW(b.gdn_sequences(d, w, {&one, 1}, xd.view, short_g.view, bd.view, qkv.view, core.view),
+                 std::invalid_argument);
+    // Nothing ran: the states are as uploaded. Descs without rows may share a state or sit anywhere.
+    EXPECT_NO_THROW(run({{{0, 0, 0}, s0}, {{9, 0, 0}, s0}, {{1, 0, 0}, GdnStateRef{}}}));
+    const Output conv_after = download(b, conv.view, "conv"), ssm_after = download(b, ssm.view, "ssm");
+    ASSERT_EQ(conv_after.bytes.size(), conv0.size() * 2);
+    ASSERT_EQ(ssm_after.bytes.size(), ssm0.size() * 4);
+    EXPECT_EQ(std::memcmp(conv_after.bytes.data(), conv0.data(), conv_after.bytes.size()), 0);
+    EXPECT_EQ(std::memcmp(ssm_after.bytes.data(), ssm0.data(), ssm_after.bytes.size()), 0);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
+#include "kernels/backend.h"
 #include "kernels/cpu/gdn_cpu.h"
 #include "kernels/cuda/gdn_chunked.cuh"
 #include "kernels/cuda/gdn_device.cuh"
@@ -43,10 +44,14 @@ GdnDims dims(int Hk, int Hv, int dk, int dv, int Kc = 4) {
 
 // gdn_cuda.cu's gdn_rule_kernel<kDk> on the host, block by block, lane by lane in each phase.
 template <int kDk>
-void emulate_rule(const RuleArgs& a, const GdnLaunch& p) {
-  const int dk = a.dk;
-  for (int h = static_cast<int>(p.rule_heads) - 1; h >= 0; --h)
+void emulate_rule(const RuleArgs& base, const GdnSeqDev* seqs, const GdnLaunch& p) {
+  const int dk = base.dk;
+  for (int bx = static_cast<int>(p.rule_heads) - 1; bx >= 0; --bx)
     for (int tile = static_cast<int>(p.rule_tiles) - 1; tile >= 0; --tile) {
+      const GdnSeqDev s = seqs[bx / base.Hv];
+      if (s.rows == 0 || s.chunked) continue;
+      const RuleArgs a = rule_for(base, s);
+      const int h = bx % base.Hv;
       std::vector<float> smem(p.rule_smem / sizeof(float), std::nanf(""));
       float* qk = smem.data() + dk * kRuleCols;
       float* qs[2] = {qk, qk + dk};
@@ -86,6 +91,7 @@ void emulate_rule(const RuleArgs& a, const GdnLaunch& p) {
 
 // gdn_chunked.cu's kernel on the host, block by block, the threads of each phase in reverse order.
 void emulate_chunked(const RuleArgs& a, const GdnLaunch& p) {
+  const unsigned heads = static_cast<unsigned>(a.Hv);
   using namespace gdn_chunked;
   const ChunkLayout lay = chunk_layout(a.dk);
   ASSERT_EQ(p.chunk_smem, lay.bytes);
@@ -95,7 +101,7 @@ void emulate_chunked(const RuleArgs& a, const GdnLaunch& p) {
     for (int idx = (n + kChunkThreads - 1) / kChunkThreads * kChunkThreads - 1; idx >= 0; --idx)
       if (idx < n) body(idx);
   };
-  for (int h = static_cast<int>(p.rule_heads) - 1; h >= 0; --h)
+  for (int h = static_cast<int>(heads) - 1; h >= 0; --h)
     for (int tile = static_cast<int>(p.rule_tiles) - 1; tile >= 0; --tile) {
       std::vector<float> smem(lay.bytes / sizeof(float), std::nanf(""));
       Chunk c = chunk_at(smem.data(), lay, a, h, tile);
@@ -114,52 +120,67 @@ void emulate_chunked(const RuleArgs& a, const GdnLaunch& p) {
     }
 }
 
-// gdn_cuda.cu's gdn_sequence on the host: rows [r0, r0 + rows) of x [*, ldx] and g, beta [*, Hv],
-// into qkv [*, ldq] and core [*, ldo]; conv and ssm states in place.
-void emulate_sequence(const GdnDims& d, const uint16_t* w, const uint16_t* x, int64_t ldx, int64_t r0, int64_t rows,
-                      const float* g, const float* beta, uint16_t* conv, float* ssm, uint16_t* qkv, int64_t ldq,
-                      uint16_t* core, int64_t ldo, bool chunked_opt_in = false) {
-  const GdnLaunch p = gdn_plan(d, rows, chunked_opt_in);
+// gdn_cuda.cu's gdn_sequences on the host: the descs' rows of the step's x [T, ldx] and g, beta
+// [T, Hv], into qkv [T, ldq] and core [T, ldo]; the descs' conv and ssm states in place. The
+// kernels read the descs from gdn_stage's bytes, as on the device.
+void emulate_sequences(const GdnDims& d, const uint16_t* w, const uint16_t* x, int64_t ldx, int64_t T,
+                       std::span<const GdnSeqDesc> descs, const float* g, const float* beta, uint16_t* qkv,
+                       int64_t ldq, uint16_t* core, int64_t ldo, bool chunked_opt_in = false) {
+  const int64_t N = static_cast<int64_t>(descs.size());
+  const GdnLaunch p = gdn_plan(d, N, T);
+  std::vector<std::byte> staged;
+  gdn_stage(d, descs, T, chunked_opt_in, kMaxSmemPerBlockSm120, staged);
+  ASSERT_EQ(staged.size(), N * sizeof(GdnSeqDev) + T * sizeof(int32_t));
+  std::vector<GdnSeqDev> seqs(static_cast<std::size_t>(N));
+  std::vector<int32_t> row_seq(static_cast<std::size_t>(T));
+  std::memcpy(seqs.data(), staged.data(), N * sizeof(GdnSeqDev));
+  std::memcpy(row_seq.data(), staged.data() + N * sizeof(GdnSeqDev), T * sizeof(int32_t));
   const int64_t C = d.conv_dim();
   std::vector<float> inv(static_cast<std::size_t>(p.inv_floats), std::nanf(""));
   std::vector<float> decay(static_cast<std::size_t>(p.decay_floats), std::nanf(""));
-  const ConvArgs cp{x + r0 * ldx, ldx, rows, C, w, d.conv_kernel, conv, qkv + r0 * ldq, ldq, d.Hk, d.dk, inv.data(),
-                    g + r0 * d.Hv, d.Hv, d.Hv, decay.data()};
+  const ConvArgs cp{x, ldx, T, C, w, d.conv_kernel, nullptr, qkv, ldq, d.Hk, d.dk, inv.data(), g, d.Hv, d.Hv,
+                    decay.data()};
   for (int64_t n = static_cast<int64_t>(p.conv_blocks) * kGdnThreads - 1; n >= 0; --n)
-    if (n < rows * C) conv_element(cp, n);
+    conv_thread(cp, seqs.data(), row_seq.data(), n);
   const int64_t state_blocks = p.state_blocks, norm_blocks = p.norm_blocks;
   for (int64_t blk = state_blocks + norm_blocks + p.decay_blocks - 1; blk >= 0; --blk)
     for (int64_t th = kGdnThreads - 1; th >= 0; --th) {
-      if (blk < state_blocks) {
-        const int64_t c = blk * kGdnThreads + th;
-        if (c < C) state_shift(cp, c);
-      } else if (blk < state_blocks + norm_blocks) {
-        const int64_t n = (blk - state_blocks) * kGdnThreads + th;
-        if (n < rows * 2 * d.Hk) l2norm_factor(cp, n);
-      } else {
-        const int64_t n = (blk - state_blocks - norm_blocks) * kGdnThreads + th;
-        if (n < rows * d.Hv) decay_factor(cp, n);
-      }
+      if (blk < state_blocks)
+        shift_thread(cp, seqs.data(), N, blk * kGdnThreads + th);
+      else if (blk < state_blocks + norm_blocks)
+        norm_thread(cp, seqs.data(), row_seq.data(), (blk - state_blocks) * kGdnThreads + th);
+      else
+        decay_thread(cp, seqs.data(), row_seq.data(), (blk - state_blocks - norm_blocks) * kGdnThreads + th);
     }
   RuleArgs a{};
-  a.qkv = qkv + r0 * ldq, a.ldq = ldq;
-  a.g = g + r0 * d.Hv, a.ldg = d.Hv;
+  a.qkv = qkv, a.ldq = ldq;
+  a.g = g, a.ldg = d.Hv;
   a.decay = decay.data();
-  a.beta = beta + r0 * d.Hv, a.ldb = d.Hv;
+  a.beta = beta, a.ldb = d.Hv;
   a.inv = inv.data();
-  a.S = ssm;
-  a.out = core + r0 * ldo, a.ldo = ldo;
-  a.rows = rows;
+  a.S = nullptr;
+  a.out = core, a.ldo = ldo;
+  a.rows = T;
   a.Hk = d.Hk, a.Hv = d.Hv, a.dk = d.dk, a.dv = d.dv;
   a.qscale = p.qscale;
   ASSERT_EQ(p.rule_smem, static_cast<std::size_t>(d.dk) * (kRuleCols + 4) * sizeof(float));
   ASSERT_EQ(p.rule_unrolled, d.dk == kGdnUnrolledDk);
-  if (p.chunked)
-    emulate_chunked(a, p);
-  else if (p.rule_unrolled)
-    emulate_rule<kGdnUnrolledDk>(a, p);
+  ASSERT_EQ(p.rule_heads, static_cast<unsigned>(N * d.Hv));
+  if (p.rule_unrolled)
+    emulate_rule<kGdnUnrolledDk>(a, seqs.data(), p);
   else
-    emulate_rule<0>(a, p);
+    emulate_rule<0>(a, seqs.data(), p);
+  for (const GdnSeqDev& s : seqs)
+    if (s.chunked) emulate_chunked(rule_for(a, s), p);
+}
+
+// One sequence's rows [r0, r0 + rows) through a one-desc call.
+void emulate_sequence(const GdnDims& d, const uint16_t* w, const uint16_t* x, int64_t ldx, int64_t T, int64_t r0,
+                      int64_t rows, const float* g, const float* beta, uint16_t* conv, float* ssm, uint16_t* qkv,
+                      int64_t ldq, uint16_t* core, int64_t ldo, bool chunked_opt_in = false) {
+  const GdnSeqDesc desc{{r0, rows, 0}, {conv, ssm}};
+  emulate_sequences(d, w, x, ldx, T, std::span<const GdnSeqDesc>(&desc, 1), g, beta, qkv, ldq, core, ldo,
+                    chunked_opt_in);
 }
 
 struct Case {
@@ -205,8 +226,8 @@ void check_against_cpu(const Case& c, uint32_t seed, bool chunked = false, doubl
   int64_t done = 0;
   for (std::size_t piece = 0; done < T; ++piece) {
     const int64_t m = piece < c.split.size() ? std::min(c.split[piece], T - done) : T - done;
-    emulate_sequence(d, w.data(), xs.data(), ldx, done, m, g.data(), beta.data(), conv.data(), ssm.data(), qkv.data(),
-                     ldq, core.data(), ldo, chunked);
+    emulate_sequence(d, w.data(), xs.data(), ldx, T, done, m, g.data(), beta.data(), conv.data(), ssm.data(),
+                     qkv.data(), ldq, core.data(), ldo, chunked);
     done += m;
   }
   std::vector<double> core_v, core_ref_v, ssm_v(ssm.begin(), ssm.end()), ssm_ref_v(ssm_ref.begin(), ssm_ref.end());
@@ -255,6 +276,88 @@ TEST(CudaGdn, KernelBodiesReproduceTheCpuOpBitForBit) {
   }
 }
 
+// Several sequences of different lengths (one without rows, step rows of no sequence between them)
+// in one call: each sequence's outputs and states bit for bit those of the CPU op on it alone.
+TEST(CudaGdn, BatchedCallGivesEachSequenceItsOwnBits) {
+  for (const GdnDims& d : {dims(2, 4, 32, 40), dims(1, 2, 128, 128)}) {
+    SCOPED_TRACE(testing::Message() << "dk=" << d.dk << " dv=" << d.dv);
+    const int64_t C = d.conv_dim(), Vd = d.value_dim(), T = 14;
+    struct Seq {
+      int64_t row0, rows;
+    };
+    const Seq seqs[] = {{9, 4}, {0, 1}, {2, 0}, {3, 5}, {13, 1}};  // rows 1, 2 and 8 belong to none
+    const auto x = test::to_bf16(test::random_f32(T * C, 3));
+    const auto w = test::to_bf16(test::random_f32(C * d.conv_kernel, 4, 0.5f));
+    const auto r = test::random_f32(T * d.Hv, 5);
+    std::vector<float> g, beta;
+    for (float v : r) {
+      g.push_back(-0.3f * std::fabs(v));
+      beta.push_back(round_bf16(1.0f / (1.0f + std::exp(-2.0f * v))));
+    }
+    std::vector<std::vector<uint16_t>> conv;
+    std::vector<std::vector<float>> ssm;
+    std::vector<GdnSeqDesc> descs;
+    for (std::size_t i = 0; i < std::size(seqs); ++i) {
+      conv.push_back(test::to_bf16(test::random_f32(d.conv_state_elems(), 10 + static_cast<uint32_t>(i))));
+      ssm.push_back(test::random_f32(d.state_elems(), 20 + static_cast<uint32_t>(i), 0.1f));
+    }
+    const auto conv0 = conv;
+    const auto ssm0 = ssm;
+    for (std::size_t i = 0; i < std::size(seqs); ++i)
+      descs.push_back({{seqs[i].row0, seqs[i].rows, 0}, {conv[i].data(), ssm[i].data()}});
+    std::vector<uint16_t> qkv(T * C, 0x7FC1), core(T * Vd, 0x7FC1);
+    emulate_sequences(d, w.data(), x.data(), C, T, descs, g.data(), beta.data(), qkv.data(), C, core.data(), Vd);
+    if (testing::Test::HasFatalFailure()) return;
+    std::vector<bool> covered(T, false);
+    for (std::size_t i = 0; i < std::size(seqs); ++i) {
+      const int64_t r0 = seqs[i].row0, m = seqs[i].rows;
+      std::vector<uint16_t> conv_ref = conv0[i], qkv_ref(m * C), core_ref(m * Vd);
+      std::vector<float> ssm_ref = ssm0[i];
+      kernels::gdn_conv1d(x.data() + r0 * C, m, C, w.data(), d.conv_kernel, conv_ref.data(), qkv_ref.data(),
+                          cpu::Isa::kScalar);
+      kernels::gdn_recurrent(qkv_ref.data(), m, d, g.data() + r0 * d.Hv, beta.data() + r0 * d.Hv, ssm_ref.data(),
+                             core_ref.data(), cpu::Isa::kScalar);
+      ASSERT_EQ(conv[i], conv_ref) << "sequence " << i;
+      for (std::size_t e = 0; e < ssm_ref.size(); ++e) ASSERT_EQ(fbits(ssm[i][e]), fbits(ssm_ref[e])) << i << " " << e;
+      ASSERT_TRUE(std::equal(qkv_ref.begin(), qkv_ref.end(), qkv.begin() + r0 * C)) << "sequence " << i;
+      ASSERT_TRUE(std::equal(core_ref.begin(), core_ref.end(), core.begin() + r0 * Vd)) << "sequence " << i;
+      for (int64_t t = r0; t < r0 + m; ++t) covered[t] = true;
+    }
+    for (int64_t t = 0; t < T; ++t)  // rows of no sequence: untouched
+      if (!covered[t]) {
+        ASSERT_EQ(qkv[t * C], 0x7FC1) << t;
+        ASSERT_EQ(core[t * Vd], 0x7FC1) << t;
+      }
+  }
+}
+
+// The staged bytes: the descs as given, the row map naming each row's desc (-1: none).
+TEST(CudaGdn, StagedDescsMapEveryRowToItsSequence) {
+  const GdnDims d = dims(1, 2, 128, 128);
+  float s0 = 0, s1 = 0;
+  uint16_t c0 = 0, c1 = 0;
+  const GdnSeqDesc descs[] = {{{3, 2, 7}, {&c0, &s0}}, {{5, kGdnChunk, 0}, {&c1, &s1}}};
+  const int64_t T = kGdnChunk + 7;
+  std::vector<std::byte> staged;
+  gdn_stage(d, descs, T, true, kMaxSmemPerBlockSm120, staged);
+  ASSERT_EQ(staged.size(), 2 * sizeof(GdnSeqDev) + T * sizeof(int32_t));
+  GdnSeqDev dev[2];
+  std::memcpy(dev, staged.data(), sizeof dev);
+  EXPECT_EQ(dev[0].row0, 3);
+  EXPECT_EQ(dev[0].rows, 2);
+  EXPECT_EQ(dev[0].chunked, 0);
+  EXPECT_EQ(dev[0].state.ssm, &s0);
+  EXPECT_EQ(dev[0].state.conv, &c0);
+  EXPECT_EQ(dev[1].row0, 5);
+  EXPECT_EQ(dev[1].chunked, 1);  // kGdnChunk rows, opted in
+  std::vector<int32_t> map(static_cast<std::size_t>(T));
+  std::memcpy(map.data(), staged.data() + sizeof dev, map.size() * sizeof(int32_t));
+  for (int64_t r = 0; r < T; ++r) {
+    const int32_t want = r >= 3 && r < 5 ? 0 : r >= 5 && r < 5 + kGdnChunk ? 1 : -1;
+    EXPECT_EQ(map[r], want) << "row " << r;
+  }
+}
+
 // The chunked rule (opt-in): within the exact-math NMSE of the op harness (1e-7) of the CPU op,
 // over whole chunks, a partial last chunk, and a prefill split across calls; calls shorter than a
 // chunk take the recurrent rule (bits). Measured: core output and state NMSE around 1e-13.
@@ -274,11 +377,13 @@ TEST(CudaGdn, ChunkedBodiesStayWithinTheNmseOfTheCpuOp) {
     EXPECT_GT(e_core, 0.0);  // it does reassociate: not the recurrent rule in disguise
     std::printf("chunked rule: core nmse %.3g, state nmse %.3g\n", e_core, e_ssm);
   }
-  EXPECT_FALSE(gdn_plan(dims(1, 2, 128, 128), kGdnChunk - 1, true).chunked);
-  EXPECT_FALSE(gdn_plan(dims(1, 2, 256, 128), kGdnChunk, true).chunked);  // above kGdnChunkMaxDk
-  EXPECT_FALSE(gdn_plan(dims(1, 2, 128, 128), 1000, false).chunked);
-  EXPECT_TRUE(gdn_plan(dims(16, 32, 128, 128), kGdnChunk, true).chunked);
-  EXPECT_LE(gdn_plan(dims(16, 32, 128, 128), kGdnChunk, true).chunk_smem, kMaxSmemPerBlockSm120);
+  const std::size_t optin = kMaxSmemPerBlockSm120;
+  EXPECT_FALSE(gdn_takes_chunked(dims(1, 2, 128, 128), kGdnChunk - 1, true, optin));
+  EXPECT_FALSE(gdn_takes_chunked(dims(1, 2, 256, 128), kGdnChunk, true, optin));  // above kGdnChunkMaxDk
+  EXPECT_FALSE(gdn_takes_chunked(dims(1, 2, 128, 128), 1000, false, optin));
+  EXPECT_FALSE(gdn_takes_chunked(dims(1, 2, 128, 128), 1000, true, 48 * 1024));  // no room for the block
+  EXPECT_TRUE(gdn_takes_chunked(dims(16, 32, 128, 128), kGdnChunk, true, optin));
+  EXPECT_LE(gdn_plan(dims(16, 32, 128, 128), 1, kGdnChunk).chunk_smem, kMaxSmemPerBlockSm120);
 }
 
 TEST(CudaGdn, GatingBodyReproducesTheCpuOp) {
@@ -301,23 +406,23 @@ TEST(CudaGdn, GatingBodyReproducesTheCpuOp) {
 
 TEST(CudaGdn, PlanCoversEveryThreadAndFitsSharedMemory) {
   const GdnDims d = dims(16, 32, 128, 128);
-  for (int64_t rows : {1, 5, 64, 4097}) {
-    const GdnLaunch p = gdn_plan(d, rows);
+  for (const auto& [seqs, rows] : {std::pair<int64_t, int64_t>{1, 1}, {3, 5}, {64, 64}, {1, 4097}, {256, 256}}) {
+    const GdnLaunch p = gdn_plan(d, seqs, rows);
     EXPECT_GE(static_cast<int64_t>(p.conv_blocks) * kGdnThreads, rows * d.conv_dim());
     EXPECT_LT(static_cast<int64_t>(p.conv_blocks - 1) * kGdnThreads, rows * d.conv_dim());
-    EXPECT_GE(static_cast<int64_t>(p.state_blocks) * kGdnThreads, d.conv_dim());
+    EXPECT_GE(static_cast<int64_t>(p.state_blocks) * kGdnThreads, seqs * d.conv_dim());
     EXPECT_GE(static_cast<int64_t>(p.norm_blocks) * kGdnThreads, rows * 2 * d.Hk);
     EXPECT_GE(static_cast<int64_t>(p.decay_blocks) * kGdnThreads, rows * d.Hv);
     EXPECT_EQ(p.decay_floats, rows * 32);
-    EXPECT_EQ(p.rule_heads, 32u);
+    EXPECT_EQ(p.rule_heads, static_cast<unsigned>(seqs * 32));
     EXPECT_EQ(p.rule_tiles, 4u);
     EXPECT_EQ(p.inv_floats, rows * 32);
     EXPECT_LE(p.rule_smem, kMaxSmemDefault);  // no opt-in needed on either architecture
   }
-  EXPECT_TRUE(gdn_plan(d, 1).rule_unrolled);
-  EXPECT_FALSE(gdn_plan(dims(1, 2, 24, 40), 1).rule_unrolled);
-  EXPECT_EQ(gdn_plan(dims(1, 2, 24, 40), 1).rule_tiles, 2u);
-  EXPECT_EQ(gdn_plan(d, 1).qscale, static_cast<float>(1.0 / std::sqrt(128.0)));
+  EXPECT_TRUE(gdn_plan(d, 1, 1).rule_unrolled);
+  EXPECT_FALSE(gdn_plan(dims(1, 2, 24, 40), 1, 1).rule_unrolled);
+  EXPECT_EQ(gdn_plan(dims(1, 2, 24, 40), 1, 1).rule_tiles, 2u);
+  EXPECT_EQ(gdn_plan(d, 1, 1).qscale, static_cast<float>(1.0 / std::sqrt(128.0)));
 }
 
 TEST(CudaGdn, DimsAndStridesTheKernelsCannotTakeAreRejected) {
