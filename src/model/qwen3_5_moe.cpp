@@ -254,24 +254,23 @@ void Qwen35MoeModel::gated_deltanet(const LayerWeights& layer, size_t gdn_index,
   // rows split at its snapshot points, and is followed by the state copies of the points it reached
   // (most steps have no points: one round). A sequence sees the same runs and copies in the same
   // order as alone, and the recurrent form gives the same bits however its tokens are split.
-  struct Cursor {
-    int64_t done = 0;   // rows of the sequence already run
-    size_t point = 0;   // its next copy point
-  };
-  std::vector<Cursor> cur(step.size());
+  StepWorkspace::GdnRounds& rounds = ws.gdn_rounds;
+  std::vector<StepWorkspace::GdnRounds::Cursor>& cur = rounds.cursors;
+  cur.assign(step.size(), {});
   // A sequence whose state an earlier one of the step has (the runner's padding shares one scratch
   // slot) runs no rows: its desc stays, without rows, so the calls hold as many descs either way.
-  std::vector<std::pair<const float*, size_t>> by_state;
-  by_state.reserve(step.size());
+  std::vector<std::pair<const float*, size_t>>& by_state = rounds.by_state;
+  by_state.clear();
   for (size_t s = 0; s < step.size(); ++s)
     if (ws.offsets[s + 1] > ws.offsets[s]) by_state.emplace_back(step[s].gdn[gdn_index].ssm, s);
   std::sort(by_state.begin(), by_state.end());
-  std::vector<char> shared(step.size(), 0);
+  std::vector<char>& shared = rounds.shared;
+  shared.assign(step.size(), 0);
   for (size_t i = 1; i < by_state.size(); ++i)
     if (by_state[i].first == by_state[i - 1].first) shared[by_state[i].second] = 1;
-  std::vector<kernels::GdnSeqDesc> descs;
-  std::vector<GdnStateRef> copy_dst, copy_src;
-  descs.reserve(step.size());
+  std::vector<kernels::GdnSeqDesc>& descs = rounds.descs;
+  std::vector<GdnStateRef>& copy_dst = rounds.copy_dst;
+  std::vector<GdnStateRef>& copy_src = rounds.copy_src;
   for (bool more = true; more;) {
     more = false;
     descs.clear();
@@ -279,7 +278,7 @@ void Qwen35MoeModel::gated_deltanet(const LayerWeights& layer, size_t gdn_index,
     copy_src.clear();
     for (size_t s = 0; s < step.size(); ++s) {
       const int64_t r0 = ws.offsets[s], n = ws.offsets[s + 1] - r0;
-      Cursor& c = cur[s];
+      StepWorkspace::GdnRounds::Cursor& c = cur[s];
       if (n == 0 || (c.done >= n && c.point >= step[s].copies.size())) continue;
       const GdnStateRef state = step[s].gdn[gdn_index];
       const bool at_point = c.point < step[s].copies.size();

@@ -91,6 +91,13 @@ StepWorkspace::StepWorkspace(kernels::Backend& backend, const ModelConfig& c, co
   logit_rows.reserve(static_cast<std::size_t>(R));
   sink_rows.reserve(static_cast<std::size_t>(kSinkBlockRows));
   attn_seqs.reserve(static_cast<std::size_t>(l.max_seqs));
+  const auto seqs = static_cast<std::size_t>(l.max_seqs);
+  gdn_rounds.cursors.reserve(seqs);
+  gdn_rounds.by_state.reserve(seqs);
+  gdn_rounds.shared.reserve(seqs);
+  gdn_rounds.descs.reserve(seqs);
+  gdn_rounds.copy_dst.reserve(seqs);
+  gdn_rounds.copy_src.reserve(seqs);
   if (backend.device() != kernels::Device::kCpu) host_sink.resize(static_cast<std::size_t>(kSinkBlockRows * V));
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -66,6 +67,21 @@ struct StepWorkspace {
   std::vector<int64_t> sink_rows;
   std::vector<kernels::AttentionSeqDesc> attn_seqs;
   std::vector<float> host_sink;     // a sink block downloaded from a non-host device
+
+  // The GDN layers' bookkeeping of rounds (Qwen35MoeModel::gated_deltanet): per sequence its run rows
+  // and next copy point, which sequences repeat an earlier one's state, and one round's descriptors
+  // and state copies; reserved for limits.max_seqs so that a step allocates nothing.
+  struct GdnRounds {
+    struct Cursor {
+      int64_t done = 0;   // rows of the sequence already run
+      size_t point = 0;   // its next copy point
+    };
+    std::vector<Cursor> cursors;
+    std::vector<std::pair<const float*, size_t>> by_state;
+    std::vector<char> shared;
+    std::vector<kernels::GdnSeqDesc> descs;
+    std::vector<kernels::GdnStateRef> copy_dst, copy_src;
+  } gdn_rounds;
 
  private:
   kernels::DeviceBuffer buffer_;

@@ -1,7 +1,5 @@
 #include "kernels/cpu/cpu_backend.h"
 
-#include "kernels/gdn_seqs.h"
-
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -425,8 +423,7 @@ void CpuBackend::gdn_sequences(const GdnDims& d, const TensorView& conv_weight, 
   check_gdn_seqs(seqs, x.dim(0), d.conv_kernel, "gdn_sequences");
   if (d.Hk <= 0 || d.Hv % d.Hk != 0) throw std::invalid_argument("gdn_sequences: Hv must be a multiple of Hk");
   // The descs with rows, as the kernels see them (a handful of pointers per sequence).
-  std::vector<GdnRows> rows;
-  rows.reserve(seqs.size());
+  std::vector<GdnRows>& rows = gdn_thread_scratch<GdnRows>(seqs.size());
   for (const GdnSeqDesc& s : seqs) {
     if (s.seq.rows == 0) continue;
     const int64_t r = s.seq.row0;
