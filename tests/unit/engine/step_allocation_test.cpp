@@ -62,10 +62,13 @@ TEST(StepAllocation, PrefillAndDecodeStepsAllocateNothingAfterWarmUp) {
     st.sched.update_from_output(tokens);
     return out.total_num_scheduled_tokens;
   };
-  // Warm-up: every thread runs every op once (a 70-token prompt: a full 64-token chunk, the rest,
-  // then two decodes). The measured steps go well beyond its context and batch.
+  // Warm-up: every thread runs every op once (70-token prompts: a full 64-token chunk, the rest,
+  // then decodes). Two sequences, so that ops parallel over sequences (the GDN conv of a model whose
+  // channels fit one work block) reach every thread too. The measured steps go well beyond their
+  // context and batch.
   st.sched.add_request("warm", iota_tokens(70, 1), 3);
-  for (int i = 0; i < 10 && st.sched.has_unfinished_requests(); ++i) run_step(false);
+  st.sched.add_request("warm2", iota_tokens(70, 2), 3);
+  for (int i = 0; i < 20 && st.sched.has_unfinished_requests(); ++i) run_step(false);
   ASSERT_FALSE(st.sched.has_unfinished_requests());
 
   // Measured: new requests arrive while others decode, so the window has prefill chunks (with
