@@ -278,7 +278,7 @@ Value f_int(const Value& v, CallArgs& a) {
   const Value* def = arg(a, 0, "default");
   const Value fallback = def ? *def : Value::integer(0);
   if (v.is_int() || v.is_bool()) return Value::integer(v.as_int());
-  if (v.is_float()) return std::isfinite(v.as_double()) ? Value::integer(static_cast<std::int64_t>(v.as_double())) : fallback;
+  if (v.is_float()) return std::isfinite(v.as_double()) ? Value::integer(checked_trunc(v.as_double(), a.pos)) : fallback;
   if (v.is_string()) {
     const std::string s = py_strip(v.str(), nullptr, true, true);
     std::size_t used = 0;
@@ -286,7 +286,7 @@ Value f_int(const Value& v, CallArgs& a) {
       const long long i = std::stoll(s, &used, 10);
       if (used == s.size()) return Value::integer(i);
       const double d = std::stod(s, &used);
-      if (used == s.size() && std::isfinite(d)) return Value::integer(static_cast<std::int64_t>(d));
+      if (used == s.size() && std::isfinite(d)) return Value::integer(checked_trunc(d, a.pos));
     } catch (const std::exception&) {
     }
   }

@@ -482,6 +482,13 @@ std::int64_t checked_mul(std::int64_t a, std::int64_t b, SourcePos pos) {
   return __builtin_mul_overflow(a, b, &r) ? overflow(pos) : r;
 }
 
+std::int64_t checked_trunc(double x, SourcePos pos) {
+  const double t = std::trunc(x);
+  // [-2^63, 2^63): both bounds exact in double; a cast outside them is undefined behaviour.
+  if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0)) return overflow(pos);
+  return static_cast<std::int64_t>(t);
+}
+
 std::string html_escape(const std::string& s) {
   std::string out;
   out.reserve(s.size());

@@ -137,6 +137,8 @@ std::string py_json_dumps(const Value& v, const JsonDumpOptions& opts, SourcePos
 std::int64_t checked_add(std::int64_t a, std::int64_t b, SourcePos pos);
 std::int64_t checked_sub(std::int64_t a, std::int64_t b, SourcePos pos);
 std::int64_t checked_mul(std::int64_t a, std::int64_t b, SourcePos pos);
+// Python's int(x) of a finite float: truncated toward zero; throws where it needs more than 64 bits.
+std::int64_t checked_trunc(double x, SourcePos pos);
 
 // markupsafe.escape for plain strings.
 std::string html_escape(const std::string& s);
