@@ -6,6 +6,8 @@
 // and without a tokenizer the output is printed as ids.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -164,6 +166,9 @@ void run_engine_prompts(const GenerateOptions& o, const std::vector<std::string>
 }
 
 void run_generate(const GenerateOptions& o) {
+  // stdout carries the completions only (scripts and tests read it): logs go to stderr, as
+  // generate's own progress lines do.
+  if (!spdlog::get("generate")) spdlog::set_default_logger(spdlog::stderr_color_mt("generate"));
   if (!o.batch.empty()) {
     if (!o.prompt.empty() || !o.prompt_ids.empty()) throw std::runtime_error("--batch replaces --prompt and --prompt-ids");
     run_batch(o);

@@ -32,7 +32,8 @@ def test_weight_cache_written_then_mapped_then_rebuilt_when_stale(tmp_path):
     if not TOKENIZER_DIR.exists():
         pytest.skip("no tokenizer in .cache/tokenizers (scripts/setup.sh fetches it)")
     model = tmp_path / "model"
-    shutil.copytree(MODEL_DIR, model)
+    # Without a weight cache another test may have left in the source folder (serving it in place).
+    shutil.copytree(MODEL_DIR, model, ignore=shutil.ignore_patterns(".fp4serve-weights-*"))
     batch = tmp_path / "batch.txt"
     batch.write_text("ids: 1,2,3,4\nids: 5,6,7\n")
     out1, log1 = generate(model, batch)
