@@ -259,15 +259,19 @@ void Qwen35MoeModel::gated_deltanet(const LayerWeights& layer, size_t gdn_index,
   cur.assign(step.size(), {});
   // A sequence whose state an earlier one of the step has (the runner's padding shares one scratch
   // slot) runs no rows: its desc stays, without rows, so the calls hold as many descs either way.
-  std::vector<std::pair<const float*, size_t>>& by_state = rounds.by_state;
-  by_state.clear();
-  for (size_t s = 0; s < step.size(); ++s)
-    if (ws.offsets[s + 1] > ws.offsets[s]) by_state.emplace_back(step[s].gdn[gdn_index].ssm, s);
-  std::sort(by_state.begin(), by_state.end());
+  // States are per slot, so which sequences share one is the same in every GDN layer: found once per
+  // step, at the first GDN layer (layers run in order), not sorted again per layer.
   std::vector<char>& shared = rounds.shared;
-  shared.assign(step.size(), 0);
-  for (size_t i = 1; i < by_state.size(); ++i)
-    if (by_state[i].first == by_state[i - 1].first) shared[by_state[i].second] = 1;
+  if (gdn_index == 0 || shared.size() != step.size()) {
+    std::vector<std::pair<const float*, size_t>>& by_state = rounds.by_state;
+    by_state.clear();
+    for (size_t s = 0; s < step.size(); ++s)
+      if (ws.offsets[s + 1] > ws.offsets[s]) by_state.emplace_back(step[s].gdn[gdn_index].ssm, s);
+    std::sort(by_state.begin(), by_state.end());
+    shared.assign(step.size(), 0);
+    for (size_t i = 1; i < by_state.size(); ++i)
+      if (by_state[i].first == by_state[i - 1].first) shared[by_state[i].second] = 1;
+  }
   std::vector<kernels::GdnSeqDesc>& descs = rounds.descs;
   std::vector<GdnStateRef>& copy_dst = rounds.copy_dst;
   std::vector<GdnStateRef>& copy_src = rounds.copy_src;
